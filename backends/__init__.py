@@ -1,0 +1,15 @@
+"""Built-in backend adapters, one folder per framework with the same file names in each:
+
+    backends/<framework>/model.py    the implementation, idiomatic in that framework
+    backends/<framework>/adapter.py  the Adapter (conformance/adapter.py) around it: numpy in, numpy out
+
+Only a folder's own modules import its framework, so `backends` itself stays import-light.
+Registered names map to "module:attribute" and are resolved lazily by conformance.registry.
+"""
+
+BUILTIN = {
+    "numpy": "backends.numpy.adapter:NumpyAdapter",
+    "torch": "backends.torch.adapter:TorchAdapter",
+    "tensorflow": "backends.tensorflow.adapter:TensorFlowAdapter",
+    "jax": "backends.jax.adapter:JaxAdapter",
+}

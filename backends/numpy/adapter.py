@@ -1,0 +1,86 @@
+"""NumPy reference adapter.
+
+The plainest implementation of the spec that is still fast: np.take for the gather (it
+beats fancy indexing, see the benchmarks), one broadcast add, BLAS for the tied head.
+float16 is stored as float16; its head accumulates in float32 (as frameworks do) and
+rounds once. Gradients are analytic: numpy has no autodiff, and these formulas are the
+reference the framework backends' autodiff is compared with.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance import gpt2
+from conformance.adapter import Adapter, AdapterConfig, Capabilities
+from conformance.validation import check_embed_inputs, check_tables
+
+_NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}
+
+
+class NumpyAdapter(Adapter):
+    capabilities = Capabilities(dtypes=tuple(_NUMPY_DTYPES), devices=("cpu",), gradients=True)
+
+    def __init__(self, config: AdapterConfig = AdapterConfig()):
+        super().__init__(config)
+        if config.dtype not in _NUMPY_DTYPES:
+            raise ValueError(f"NumpyAdapter: dtype {config.dtype!r} is not one of {tuple(_NUMPY_DTYPES)}")
+        if config.device != "cpu":
+            raise ValueError(f"NumpyAdapter: device {config.device!r} is not supported, only 'cpu'")
+        self._dtype = _NUMPY_DTYPES[config.dtype]
+        d = config.n_embd
+        self.wte = np.zeros((gpt2.N_VOCAB, d), self._dtype)
+        self.wpe = np.zeros((gpt2.N_CTX, d), self._dtype)
+
+    # -- tables -------------------------------------------------------------------
+    def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)
+        self.wte = wte.astype(self._dtype, copy=True)
+        self.wpe = wpe.astype(self._dtype, copy=True)
+
+    def tables(self):
+        return self.wte.copy(), self.wpe.copy()
+
+    def init_tables(self, seed):
+        # model(): wte ~ N(0, 0.02^2), wpe ~ N(0, 0.01^2), plain (not truncated) normals
+        rng = np.random.default_rng(seed)
+        d = self.config.n_embd
+        wte = rng.standard_normal((gpt2.N_VOCAB, d), dtype=np.float32) * np.float32(gpt2.WTE_INIT_STD)
+        wpe = rng.standard_normal((gpt2.N_CTX, d), dtype=np.float32) * np.float32(gpt2.WPE_INIT_STD)
+        self.wte, self.wpe = wte.astype(self._dtype, copy=False), wpe.astype(self._dtype, copy=False)
+
+    def assign_wte_row(self, index, values):
+        self.wte[index] = values
+
+    def parameters(self):
+        return {"wte": self.wte.shape, "wpe": self.wpe.shape}
+
+    # -- forward ------------------------------------------------------------------
+    def embed(self, ids, past_length=0):
+        ids, past_length = check_embed_inputs(ids, past_length)
+        seq_len = ids.shape[1]
+        token_rows = np.take(self.wte, ids, axis=0)
+        position_rows = self.wpe[past_length : past_length + seq_len]
+        return token_rows + position_rows[None]
+
+    def logits(self, h_final):
+        h_final = np.asarray(h_final)
+        if h_final.ndim != 3 or h_final.shape[-1] != self.config.n_embd:
+            raise ValueError(f"h_final.shape={h_final.shape}, but should be (B, T, {self.config.n_embd})")
+        if self._dtype == np.float32:
+            return h_final.astype(np.float32, copy=False) @ self.wte.T
+        out = h_final.astype(np.float32) @ self.wte.astype(np.float32).T
+        return out.astype(self._dtype)
+
+    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
+        ids, past_length = check_embed_inputs(ids, past_length)
+        h = self.embed(ids, past_length).astype(np.float32)
+        wte = self.wte.astype(np.float32)
+        d = self.config.n_embd
+        grad_h = cotangent_h.astype(np.float32) + cotangent_logits.astype(np.float32) @ wte
+        grad_wte = np.zeros_like(wte)
+        np.add.at(grad_wte, ids.reshape(-1), grad_h.reshape(-1, d))  # gather role
+        grad_wte += cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32).T @ h.reshape(-1, d)  # head role
+        grad_wpe = np.zeros(self.wpe.shape, np.float32)
+        np.add.at(grad_wpe, past_length + np.arange(ids.shape[1]), grad_h.sum(axis=0))
+        return grad_wte, grad_wpe

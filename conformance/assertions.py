@@ -1,0 +1,110 @@
+"""Assertion helpers. Every failure is one line that names the call, the input, and
+expected vs actual, e.g.
+
+  h[0, 3, 17]=0.0123 but should be 0.0456 [embed(ids=int64[2, 5] in [0, 50256], past_length=3)]; 12 of 7680 differ, max |diff| 0.033
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def describe_ids(ids: np.ndarray) -> str:
+    if ids.size == 0:
+        return f"{ids.dtype}{list(ids.shape)}"
+    return f"{ids.dtype}{list(ids.shape)} in [{ids.min()}, {ids.max()}]"
+
+
+def describe_call(method: str, ids: np.ndarray | None = None, past_length=None, **more) -> str:
+    parts = []
+    if ids is not None:
+        parts.append(f"ids={describe_ids(ids)}")
+    if past_length is not None:
+        parts.append(f"past_length={past_length!r}")
+    parts += [f"{k}={v}" for k, v in more.items()]
+    return f"{method}({', '.join(parts)})"
+
+
+def as_array(out, call: str) -> np.ndarray:
+    """The adapter returned a numpy array (the protocol's only bridge)."""
+    if not isinstance(out, np.ndarray):
+        raise AssertionError(f"{call} returned {type(out).__name__}, but should return numpy.ndarray")
+    return out
+
+
+def assert_shape(out, shape: tuple, call: str, what: str = "out") -> np.ndarray:
+    out = as_array(out, call)
+    if out.shape != tuple(shape):
+        raise AssertionError(f"{what}.shape={out.shape}, but should be {tuple(shape)} [{call}]")
+    return out
+
+
+def assert_dtype(out: np.ndarray, dtype: str, call: str, what: str = "out") -> None:
+    if out.dtype.name != dtype:
+        raise AssertionError(f"{what}.dtype={out.dtype.name}, but should be {dtype} [{call}]")
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _index(what: str, idx: tuple) -> str:
+    return f"{what}[{', '.join(map(str, idx))}]"
+
+
+def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h", note: str = "") -> None:
+    """Same shape and the same bits (NaN and -0.0 included): the float32 embedding rule."""
+    actual = assert_shape(actual, expected.shape, call, what)
+    a = np.ascontiguousarray(actual, dtype=expected.dtype)
+    if a.dtype != actual.dtype:
+        raise AssertionError(f"{what}.dtype={actual.dtype}, but should be {expected.dtype} [{call}]")
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    differ = a.view(bits) != np.ascontiguousarray(expected).view(bits)
+    if differ.any():
+        idx = _first(differ)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(a.astype(np.float64) - expected.astype(np.float64))
+        worst = np.nanmax(diff) if np.isfinite(diff).any() else np.nan
+        extra = f" ({note})" if note else ""
+        raise AssertionError(
+            f"{_index(what, idx)}={a[idx]!r} but should be {expected[idx]!r}{extra} [{call}]; "
+            f"{int(differ.sum())} of {differ.size} elements differ, max |diff| {worst:.3g}, "
+            f"{int(np.isnan(a).sum())} NaN"
+        )
+
+
+def assert_within(actual, expected: np.ndarray, bound: np.ndarray, call: str, what: str = "logits", rule: str = "") -> None:
+    """|actual - expected| <= bound elementwise (bound derived in numerics/oracle)."""
+    actual = assert_shape(actual, expected.shape, call, what)
+    err = np.abs(actual.astype(np.float64) - expected)
+    bad = ~(err <= bound)  # NaN counts as bad
+    if bad.any():
+        ratio = np.where(bad, np.nan_to_num(err / np.maximum(bound, 1e-300), nan=np.inf), 0)
+        idx = tuple(int(i) for i in np.unravel_index(np.argmax(ratio), ratio.shape))
+        raise AssertionError(
+            f"{_index(what, idx)}={float(actual[idx])!r} but should be {float(expected[idx])!r} "
+            f"+- {float(bound[idx]):.3g}{' (' + rule + ')' if rule else ''} [{call}]; "
+            f"{int(bad.sum())} of {bad.size} elements outside, worst |err|/bound {float(ratio[idx]):.3g}"
+        )
+
+
+def describe_returned(out) -> str:
+    """What came back from a call that should have raised: shape, NaN and zero rows."""
+    if not isinstance(out, np.ndarray):
+        return f"returned {type(out).__name__}"
+    text = f"returned {out.dtype}{list(out.shape)}"
+    if out.ndim == 3 and out.size:
+        rows = out.reshape(-1, out.shape[-1]).astype(np.float64)
+        nan_rows = int(np.isnan(rows).any(axis=1).sum())
+        zero_rows = int((rows == 0).all(axis=1).sum())
+        text += f" with {nan_rows} NaN row(s) and {zero_rows} all-zero row(s)"
+    return text
+
+
+def assert_raises(fn, call: str, why: str) -> BaseException:
+    """fn() must raise (any Exception); returns it. `why` is the rule, for the message."""
+    try:
+        out = fn()
+    except Exception as exc:  # noqa: BLE001 - any exception is a raise; BOUNDS-MESSAGE judges its kind
+        return exc
+    raise AssertionError(f"{call} {describe_returned(out)}, but should raise ({why})")

@@ -1,0 +1,67 @@
+"""Rounding and error bounds, so every tolerance in the suite is derived, not guessed.
+
+Tolerances (quoted in SPEC.md):
+- Embedding in float32: one IEEE addition of two float32 numbers, so h must equal the
+  float32 sum bit for bit (tolerance 0).
+- Embedding in float16/bfloat16: the exact sum of the two stored low-precision values,
+  rounded once to the dtype, is within 1/2 ulp; an implementation that adds in float32 and
+  rounds to the dtype can round twice, which costs at most 1 ulp. So |h - exact| <= 1 ulp.
+- Dot products of length n in floating point with unit roundoff u, in any summation order,
+  FMA or not, satisfy |fl(x.y) - x.y| <= gamma_n * sum|x_i y_i| with gamma_n = n u / (1 - n u)
+  (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.5). Low-precision
+  products are accumulated in float32 by every framework we know of; the output is then
+  rounded once to the dtype, adding u_dtype * |result|.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+MANTISSA_BITS = {"float32": 23, "float16": 10, "bfloat16": 7}  # stored fraction bits
+MIN_NORMAL_EXP = {"float32": -126, "float16": -14, "bfloat16": -126}
+
+
+def gamma(n: int, u: float) -> float:
+    """Higham's gamma_n = n u / (1 - n u), the relative bound for n accumulated roundings."""
+    if n * u >= 1:
+        raise ValueError(f"gamma({n}, {u}) is undefined: n*u >= 1")
+    return n * u / (1 - n * u)
+
+
+def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values rounded to nearest-even in `dtype`, returned as float32 (exact)."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "float32":
+        return x.copy()
+    if dtype == "float16":
+        return x.astype(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        bits = x.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32)
+    raise ValueError(f"round_to_dtype: unknown dtype {dtype!r}")
+
+
+def round_float64_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Exact float64 values rounded once to `dtype` (as float32). For bfloat16 the float64 ->
+    float32 step is exact for the sums this suite forms (two bfloat16 values), so one rounding."""
+    if dtype == "float16":
+        return np.asarray(x, np.float64).astype(np.float16).astype(np.float32)
+    return round_to_dtype(np.asarray(x, np.float64).astype(np.float32), dtype)
+
+
+def ulp(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Spacing of `dtype` numbers at |x| (float64 result), subnormals included."""
+    x = np.abs(np.asarray(x, np.float64))
+    mant, min_exp = MANTISSA_BITS[dtype], MIN_NORMAL_EXP[dtype]
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log2(np.where(x > 0, x, 1.0)))
+    exponent = np.maximum(exponent, min_exp)
+    return np.exp2(exponent - mant)
+
+
+def representable(x: np.ndarray, dtype: str) -> bool:
+    """Whether every float32 value in x is exactly a `dtype` value."""
+    x = np.asarray(x, np.float32)
+    return bool(np.array_equal(round_to_dtype(x, dtype), x, equal_nan=True))

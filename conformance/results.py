@@ -1,0 +1,113 @@
+"""Test outcomes rolled up into clause verdicts: the data every report is written from."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from conformance import spec
+
+PASS, FAIL, NOT_CLAIMED, SKIPPED = "PASS", "FAIL", "NOT CLAIMED", "SKIPPED"
+NOT_CLAIMED_PREFIX = "not claimed: "  # skip reasons for missing capabilities
+UNAVAILABLE_PREFIX = "unavailable: "  # skip reasons for the environment (no GPU, ...)
+
+
+@dataclass
+class TestOutcome:
+    nodeid: str
+    clause: str
+    outcome: str  # "passed" | "failed" | "skipped"
+    message: str = ""
+    duration: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if self.outcome == "passed":
+            return PASS
+        if self.outcome == "skipped":
+            return NOT_CLAIMED if self.message.startswith(NOT_CLAIMED_PREFIX) else SKIPPED
+        return FAIL
+
+
+@dataclass
+class ClauseResult:
+    clause: spec.Clause
+    status: str
+    message: str
+    tests: list[TestOutcome] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tests:
+            out[t.status] = out.get(t.status, 0) + 1
+        return out
+
+
+@dataclass
+class SuiteResult:
+    backend: str
+    device: str
+    spec_version: str
+    clauses: list[ClauseResult]
+    duration: float
+    environment: dict = field(default_factory=dict)
+    error: str = ""  # the backend could not be run at all
+
+    def by_status(self) -> dict[str, int]:
+        out = {PASS: 0, FAIL: 0, NOT_CLAIMED: 0, SKIPPED: 0}
+        for c in self.clauses:
+            out[c.status] += 1
+        return out
+
+    def failed(self) -> list[str]:
+        return [c.clause.id for c in self.clauses if c.status == FAIL]
+
+    @property
+    def exit_code(self) -> int:
+        """0: every claimed clause passed; 1: a clause failed or the backend did not run;
+        3: nothing was checked (every clause not claimed or skipped)."""
+        counts = self.by_status()
+        if self.error or counts[FAIL]:
+            return 1
+        return 0 if counts[PASS] else 3
+
+    def to_dict(self) -> dict:
+        return {
+            "backend": self.backend,
+            "device": self.device,
+            "spec_version": self.spec_version,
+            "duration_s": round(self.duration, 3),
+            "environment": self.environment,
+            "error": self.error,
+            "summary": self.by_status(),
+            "clauses": [
+                {"id": c.clause.id, "group": c.clause.group, "title": c.clause.title, "status": c.status,
+                 "message": c.message, "tests": [asdict(t) | {"status": t.status} for t in c.tests]}
+                for c in self.clauses
+            ],
+        }
+
+
+def aggregate(outcomes: list[TestOutcome]) -> list[ClauseResult]:
+    """One verdict per clause, in spec order: FAIL if any test failed; else PASS if any
+    passed; else NOT CLAIMED if every test was not claimed; else SKIPPED. A clause with no
+    test at all is a FAIL of the suite itself, never a pass."""
+    results = []
+    for c in spec.CLAUSES:
+        tests = [t for t in outcomes if t.clause == c.id]
+        statuses = [t.status for t in tests]
+        if not tests:
+            status, message = FAIL, "no test ran for this clause"
+        elif FAIL in statuses:
+            first = next(t for t in tests if t.status == FAIL)
+            status, message = FAIL, first.message
+        elif PASS in statuses:
+            status = PASS
+            others = [t for t in tests if t.status != PASS]
+            message = f"{len(tests) - len(others)} passed" + (f"; {others[0].message}" if others else "")
+        elif all(s == NOT_CLAIMED for s in statuses):
+            status, message = NOT_CLAIMED, tests[0].message[len(NOT_CLAIMED_PREFIX):]
+        else:
+            status, message = SKIPPED, next(t.message for t in tests if t.status == SKIPPED)
+        results.append(ClauseResult(c, status, message, tests))
+    return results

@@ -1,0 +1,155 @@
+"""Running the suite and collecting clause verdicts.
+
+run_in_process(factory): pytest.main in this process with the factory injected (fast; used
+by the kill matrix and tests). run_backend(name): pytest in a child process that appends a
+JSON line per test, watched by this process, so an adapter that crashes the interpreter or
+hangs inside native code costs one FAIL, not the run: the test in flight is recorded as a
+FAIL with the reason and the child is restarted without the tests already done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+from conformance import results as res
+from conformance import spec
+from conformance.plugin import InjectedFactory
+
+SUITE = "conformance.suite"
+DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
+HANG_GRACE = 30.0  # extra seconds before the watchdog kills a child stuck in native code
+
+
+class _Collector:
+    def __init__(self):
+        self.outcomes: dict[str, res.TestOutcome] = {}
+
+    def pytest_runtest_logreport(self, report):
+        props = dict(report.user_properties)
+        if "gpt2c_clause" not in props:
+            return
+        current = self.outcomes.setdefault(report.nodeid, res.TestOutcome(report.nodeid, props["gpt2c_clause"], "passed"))
+        current.duration += report.duration
+        if report.outcome != "passed" and current.outcome == "passed":
+            current.outcome, current.message = report.outcome, props.get("gpt2c_message", "")
+
+
+def environment() -> dict:
+    import numpy
+
+    return {"python": platform.python_version(), "platform": platform.platform(), "numpy": numpy.__version__}
+
+
+def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=()) -> res.SuiteResult:
+    """The suite on `factory` in this process; pytest's own output is swallowed."""
+    collector = _Collector()
+    args = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--device", device, *extra_args]
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = __import__("pytest").main(args, plugins=[InjectedFactory(factory, label), collector])
+    error = "" if code in (0, 1) else f"pytest exited with {code}: {out.getvalue()[-2000:]}"
+    return res.SuiteResult(label or getattr(factory, "__name__", repr(factory)), device, spec.SPEC_VERSION,
+                           res.aggregate(list(collector.outcomes.values())), time.perf_counter() - start,
+                           environment(), error)
+
+
+def _read_events(path: str) -> tuple[dict[str, res.TestOutcome], str | None]:
+    done: dict[str, res.TestOutcome] = {}
+    in_flight = None
+    if not os.path.exists(path):
+        return done, None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break  # a line cut by a crash
+            event = json.loads(line)
+            if event["event"] == "start":
+                in_flight = event["nodeid"]
+            else:
+                done[event["nodeid"]] = res.TestOutcome(event["nodeid"], event["clause"], event["outcome"],
+                                                        event["message"], event["duration"])
+                in_flight = None
+    return done, in_flight
+
+
+def _clause_of(nodeid: str) -> str:
+    """The clause of a test that never reported (it crashed or hung): ask the collection."""
+    return _NODE_CLAUSES.get(nodeid, "")
+
+
+_NODE_CLAUSES: dict[str, str] = {}
+
+
+def _collect_clauses(target_args: list[str], env: dict) -> dict[str, str]:
+    """nodeid -> clause for the whole suite, from a collection-only child run."""
+    code = ("import json, sys, pytest\n"
+            "class P:\n"
+            "    m = {}\n"
+            "    def pytest_collection_finish(self, session):\n"
+            "        for i in session.items:\n"
+            "            c = i.get_closest_marker('clause')\n"
+            "            if c: self.m[i.nodeid] = c.args[0]\n"
+            "p = P()\n"
+            "pytest.main(sys.argv[1:] + ['--collect-only', '-q'], plugins=[p])\n"
+            "print('GPT2C' + json.dumps(p.m))\n")
+    out = subprocess.run([sys.executable, "-c", code, *target_args], capture_output=True, text=True, env=env)
+    for line in out.stdout.splitlines():
+        if line.startswith("GPT2C"):
+            return json.loads(line[5:])
+    return {}
+
+
+def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
+                adapter_spec: str | None = None, extra_args=()) -> res.SuiteResult:
+    """The suite on a backend in child processes (see module docstring)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    target = ["--adapter", adapter_spec] if adapter_spec else ["--backend", name]
+    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--device", device, *target, *extra_args]
+    start = time.perf_counter()
+    outcomes: dict[str, res.TestOutcome] = {}
+    _NODE_CLAUSES.update(_collect_clauses(base, env))
+    error = ""
+    with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:
+        for attempt in range(len(_NODE_CLAUSES) + 1):
+            events = os.path.join(tmp, f"events-{attempt}.jsonl")
+            deselect = [a for nodeid in outcomes for a in ("--deselect", nodeid)]
+            cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
+                   "--timeout", str(test_timeout), *deselect]
+            child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+            hung = _watch(child, events, test_timeout + HANG_GRACE)
+            output = child.stdout.read() if child.stdout else ""
+            done, in_flight = _read_events(events)
+            outcomes.update(done)
+            if in_flight is None:
+                if child.returncode not in (0, 1):
+                    error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
+                break
+            reason = (f"hung: no result after {test_timeout + HANG_GRACE:.0f} s, process killed" if hung
+                      else f"crashed: the test process died with exit code {child.returncode} during this test")
+            outcomes[in_flight] = res.TestOutcome(in_flight, _clause_of(in_flight), "failed", reason)
+    return res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
+                           time.perf_counter() - start, environment(), error)
+
+
+def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
+    """Wait for the child; kill it if the events file shows no progress for `limit` s.
+    Returns True when it was killed for hanging."""
+    last_size, last_change = -1, time.monotonic()
+    while child.poll() is None:
+        size = os.path.getsize(events) if os.path.exists(events) else 0
+        if size != last_size:
+            last_size, last_change = size, time.monotonic()
+        elif time.monotonic() - last_change > limit:
+            child.kill()
+            child.wait()
+            return True
+        time.sleep(0.2)
+    return False

@@ -1,0 +1,204 @@
+"""The spec: every clause with a stable ID, its text and its source. SPEC.md is generated
+from this registry (`gpt2-conformance spec > conformance/SPEC.md`; a test keeps them in sync).
+
+Clause IDs are stable: a clause may be reworded, never renumbered. A new clause or a
+stricter rule bumps SPEC_VERSION's minor number; removing a clause bumps the major.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPEC_VERSION = "1.0"
+
+MODEL_PY = "openai/gpt-2 src/model.py"  # as of commit 9b63575 (line numbers below)
+PAPER = "Radford et al. 2019, Language Models are Unsupervised Multitask Learners"
+SEED_EMBEDDING = "shared/seeds/000 (Token + Position Embedding study note)"
+SEED_DIAGRAM = "shared/seeds/001 (GPT-2 embedding diagram, modeling_gpt2.py 493/576)"
+SEED_WTE = "shared/seeds/003 (Understanding GPT-2 Token Embeddings)"
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str
+    group: str
+    title: str
+    text: str
+    source: str
+    requires: tuple[str, ...] = ()  # Capabilities.claims() requirements; unmet -> "not claimed"
+
+
+GROUPS = {
+    "SHAPE": "Table and output shapes, parameter counts",
+    "LOOKUP": "h = wte[X] + wpe[p], exactly",
+    "POSITIONS": "Absolute positions offset by the cache",
+    "BOUNDS": "Out-of-range input raises a clear error",
+    "INIT": "Official initialisation",
+    "TIED": "Tied output head",
+    "DTYPE": "Reduced precision, against derived tolerances",
+}
+
+CLAUSES: tuple[Clause, ...] = (
+    # -- SHAPE -----------------------------------------------------------------------
+    Clause("SHAPE-TABLES", "SHAPE", "Table shapes for the four released sizes",
+           "For n_embd d in {768, 1024, 1280, 1600}, wte is [50257, d] and wpe is [1024, d].",
+           f"{PAPER} Table 2 and sec. 2.3; {MODEL_PY} lines 152-155", ("init",)),
+    Clause("SHAPE-PARAMS", "SHAPE", "Parameter count; the tied head adds none",
+           "The embedding and head own exactly two parameters, wte [50257, d] and wpe [1024, d]: "
+           "38,597,376 + 786,432 = 39,383,808 at d = 768. The tied head adds 0 parameters.",
+           f"{MODEL_PY} lines 152-155, 171; {SEED_DIAGRAM}"),
+    Clause("SHAPE-H", "SHAPE", "h is [B, T, d]",
+           "embed(ids [B, T], past_length) returns a [B, T, d] array of the adapter's dtype.",
+           f"{MODEL_PY} line 157"),
+    Clause("SHAPE-EMPTY", "SHAPE", "T = 0 gives [B, 0, d]",
+           "An empty sequence (T = 0) is valid input and returns a [B, 0, d] array.",
+           f"{MODEL_PY} lines 144-147 (positions_for uses tf.range(nsteps))"),
+    Clause("SHAPE-LOGITS", "SHAPE", "Logits are [B, T, V]",
+           "logits(h_final [B, T, d]) returns [B, T, 50257].",
+           f"{MODEL_PY} lines 170-172", ("tied_head",)),
+    # -- LOOKUP ----------------------------------------------------------------------
+    Clause("LOOKUP-EXACT", "LOOKUP", "h == wte[X] + wpe[p] bit for bit in float32",
+           "h[b, t] = wte[X[b, t]] + wpe[past_length + t]; in float32 this is one IEEE addition, so "
+           "h equals the float32 sum bit for bit (tolerance 0), for every id in [0, 50257) and "
+           "position in [0, 1024).",
+           f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
+    Clause("LOOKUP-NO-SCALE", "LOOKUP", "No sqrt(d) or other scaling",
+           "With wpe zeroed, h == wte[X] exactly; with wte zeroed, h == wpe[p] exactly. No factor "
+           "(sqrt(d) as in the Transformer base model, or any other) is applied to either term.",
+           f"{MODEL_PY} line 157; {SEED_EMBEDDING} (Watch-outs)"),
+    Clause("LOOKUP-NO-EXTRA", "LOOKUP", "No token-type embedding, bias or norm on the sum",
+           "With both tables zero, h is exactly zero: nothing else (a token-type or segment "
+           "embedding, a bias, a LayerNorm) is added to or applied on the sum.",
+           f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
+    Clause("LOOKUP-NO-DROPOUT", "LOOKUP", "No dropout at inference",
+           "In inference, embedding the same input twice gives bit-identical outputs equal to "
+           "the formula: no dropout mask or 1/(1-p) rescale.",
+           f"{MODEL_PY} (no dropout in the public graph); {SEED_EMBEDDING}"),
+    Clause("LOOKUP-LEARNED-POSITIONS", "LOOKUP", "Positions come from the learned wpe table",
+           "Changing wpe row p changes h exactly at position p by that difference and nowhere "
+           "else: positions are learned rows, not sinusoids or any function of p.",
+           f"{MODEL_PY} lines 152-153, 157; {SEED_EMBEDDING}"),
+    Clause("LOOKUP-BATCH-INDEPENDENT", "LOOKUP", "Batch rows are independent",
+           "Each row of a batch equals the same sequence embedded alone with the same past_length.",
+           f"{MODEL_PY} lines 144-147, 157"),
+    Clause("LOOKUP-ID-DTYPES", "LOOKUP", "int32 and int64 ids accepted",
+           "ids of dtype int32 and int64 are both accepted and give the same h, for ids up to 50256.",
+           f"{MODEL_PY} (X is int32 in the sampler); {SEED_WTE}"),
+    # -- POSITIONS -------------------------------------------------------------------
+    Clause("POSITIONS-OFFSET", "POSITIONS", "p_t = past_length + t",
+           "With past_length k, token t of the input uses wpe[k + t], never wpe[t].",
+           f"{MODEL_PY} lines 144-147, 156-157 (positions_for)", ("kv_cache",)),
+    Clause("POSITIONS-DECODE", "POSITIONS", "Token-by-token decode equals the full forward",
+           "Embedding one token at a time with past_length = t equals row t of the full forward, "
+           "bit for bit.",
+           f"{MODEL_PY} lines 156-157; {SEED_EMBEDDING} (Watch-outs)", ("kv_cache",)),
+    Clause("POSITIONS-CHUNKED", "POSITIONS", "Any chunked prefill equals the full forward",
+           "Splitting a sequence into chunks at any points and embedding each chunk with "
+           "past_length = its start gives the full forward's rows, bit for bit.",
+           f"{MODEL_PY} lines 156-157", ("kv_cache",)),
+    Clause("POSITIONS-BATCH-SHARED", "POSITIONS", "past_length is shared by the batch",
+           "All batch rows use positions past_length + t (positions_for tiles one range over the "
+           "batch).",
+           f"{MODEL_PY} lines 138-147 (expand_tile, positions_for)", ("kv_cache",)),
+    # -- BOUNDS ----------------------------------------------------------------------
+    Clause("BOUNDS-LAST-POSITION", "BOUNDS", "Positions 0..1023 are valid, 1023 included",
+           "T = 1024 from past_length 0, and T = 1 at past_length 1023, are valid and use wpe[1023].",
+           f"{MODEL_PY} line 152 (n_ctx = 1024 rows); {SEED_DIAGRAM}"),
+    Clause("BOUNDS-POSITION", "BOUNDS", "A position >= 1024 raises",
+           "If past_length + T > 1024 (T > 1024, or a cache that is too long), embed raises an "
+           "exception and returns nothing: no clamp, wrap, zero row or NaN.",
+           f"{MODEL_PY} line 152; {SEED_EMBEDDING} (Out-of-range positions are a user-level error)"),
+    Clause("BOUNDS-TOKEN", "BOUNDS", "A token id outside [0, 50257) raises",
+           "An id < 0 or >= 50257 anywhere in ids makes embed raise; ids 0 and 50256 are valid. "
+           "(numpy, torch and TF eager indexing wrap -1 to the last row; JAX clamps or fills.)",
+           f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256)"),
+    Clause("BOUNDS-PAST-LENGTH", "BOUNDS", "A negative or non-integer past_length raises",
+           "past_length < 0, or a past_length that is not an integer (1.5, True), raises.",
+           f"{MODEL_PY} line 156 (past_length is a sequence length)", ("kv_cache",)),
+    Clause("BOUNDS-INPUT", "BOUNDS", "Non-integer ids and wrong rank raise",
+           "ids of a float or bool dtype raise; ids of rank other than 2 ([B, T]) raise.",
+           f"{MODEL_PY} lines 144-147 (X is [batch, sequence] of token ids)"),
+    Clause("BOUNDS-MESSAGE", "BOUNDS", "The error is clear",
+           "The error for an out-of-range position or token id is an IndexError or ValueError "
+           "whose message contains the offending value and the table size (1024 or 50257).",
+           "this suite (guide: 'a clear error that names the input and the rule')"),
+    # -- INIT ------------------------------------------------------------------------
+    Clause("INIT-WTE", "INIT", "wte ~ N(0, 0.02^2), plain normal",
+           "After the implementation's own initialisation, wte's mean is 0, its std 0.02, and "
+           "its values follow a normal (not truncated, not uniform) distribution. Tests: mean "
+           "z-test, variance test, Kolmogorov-Smirnov against N(0, 0.02^2), and the mass beyond "
+           "3 std; each at false-alarm rate 2.5e-7, 1e-6 for the clause.",
+           f"{MODEL_PY} lines 154-155 (random_normal_initializer(stddev=0.02))", ("init",)),
+    Clause("INIT-WPE", "INIT", "wpe ~ N(0, 0.01^2), plain normal",
+           "As INIT-WTE for wpe with std 0.01 (half of wte's).",
+           f"{MODEL_PY} lines 152-153 (random_normal_initializer(stddev=0.01)); {SEED_EMBEDDING}",
+           ("init",)),
+    Clause("INIT-DISTINCT", "INIT", "Tables are not zero and not copies",
+           "After initialisation neither table is all zero, no two rows of a table are equal, wpe "
+           "is not (a multiple of) wte's first 1024 rows, and two seeds give different tables.",
+           f"{MODEL_PY} lines 152-155", ("init",)),
+    # -- TIED ------------------------------------------------------------------------
+    Clause("TIED-LOGITS", "TIED", "logits == h_final @ wte^T",
+           "logits equal h_final @ wte^T within gamma_d(float32) * (|h| @ |wte|^T), the bound for "
+           "any float32 summation order (Higham eq. 3.5).",
+           f"{MODEL_PY} lines 170-171 (tf.matmul(h_flat, wte, transpose_b=True))", ("tied_head",)),
+    Clause("TIED-STORAGE", "TIED", "The head is wte itself",
+           "Writing wte[i] in place changes logit column i to h @ wte[i]: the head reads the same "
+           "storage, it holds no copy.",
+           f"{MODEL_PY} line 171; {SEED_DIAGRAM} (0 new parameters)", ("tied_head", "mutable_tables")),
+    Clause("TIED-GRAD", "TIED", "dL/dwte carries the gather and the projection role",
+           "For L = <G_h, h> + <G_l, h @ wte^T>, dL/dwte = scatter(G_h + G_l @ wte, X) + G_l^T h "
+           "and dL/dwpe = the batch sum of G_h + G_l @ wte at each position, within the float32 "
+           "accumulation bound gamma_K, K = V + 2BT + 2.",
+           f"{MODEL_PY} lines 157, 171 (wte used twice); {SEED_WTE}", ("tied_head", "gradients")),
+    Clause("TIED-NO-BIAS", "TIED", "No output bias",
+           "logits(0) is exactly 0: the head adds no bias.",
+           f"{MODEL_PY} line 171", ("tied_head",)),
+    # -- DTYPE -----------------------------------------------------------------------
+    Clause("DTYPE-FLOAT32-ROUNDTRIP", "DTYPE", "float32 tables round-trip bit for bit",
+           "Tables loaded in float32 read back bit for bit, and h is float32.",
+           "this suite (prerequisite for LOOKUP-EXACT)"),
+    Clause("DTYPE-FLOAT16", "DTYPE", "float16 within 1 ulp; head within its derived bound",
+           "Tables are stored rounded to float16 (nearest-even); h is within 1 float16 ulp of "
+           "the exact sum of the stored values; logits are within u16 * |exact| + "
+           "gamma_d(float32) * (|h| @ |wte|^T).",
+           "this suite (numerics.py derivation)", ("dtype:float16",)),
+    Clause("DTYPE-BFLOAT16", "DTYPE", "bfloat16 within 1 ulp; head within its derived bound",
+           "As DTYPE-FLOAT16 with bfloat16 (u = 2^-8).",
+           "this suite (numerics.py derivation)", ("dtype:bfloat16",)),
+)
+
+BY_ID = {c.id: c for c in CLAUSES}
+assert len(BY_ID) == len(CLAUSES), "duplicate clause IDs"
+
+
+def clause(clause_id: str) -> Clause:
+    try:
+        return BY_ID[clause_id]
+    except KeyError:
+        raise KeyError(f"unknown clause ID {clause_id!r}; known: {', '.join(BY_ID)}") from None
+
+
+def markdown() -> str:
+    """SPEC.md, generated from CLAUSES."""
+    lines = [
+        f"# GPT-2 embedding conformance spec, version {SPEC_VERSION}",
+        "",
+        "Generated from `conformance/spec.py` by `gpt2-conformance spec`; do not edit by hand.",
+        "",
+        "h[b, t] = wte[X[b, t]] + wpe[past_length + t]; logits = h_final @ wte^T.",
+        "V = 50257, C = 1024, d in {768, 1024, 1280, 1600}.",
+        "",
+        "A clause whose `requires` the adapter does not claim is reported as *not claimed*.",
+        "",
+    ]
+    for group, title in GROUPS.items():
+        lines += [f"## {group}: {title}", ""]
+        for c in CLAUSES:
+            if c.group != group:
+                continue
+            lines += [f"### {c.id}: {c.title}", "", c.text, "", f"- Source: {c.source}"]
+            if c.requires:
+                lines.append(f"- Requires: {', '.join(c.requires)}")
+            lines.append("")
+    return "\n".join(lines)

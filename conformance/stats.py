@@ -1,0 +1,75 @@
+"""Statistical tests for the INIT clauses, each with a stated false-alarm rate.
+
+A clause runs four tests on one table (mean, variance, Kolmogorov-Smirnov, tail mass) at
+ALPHA_PER_TEST = 2.5e-7 each, so a correct initialiser fails the clause with probability at
+most 1e-6 (Bonferroni) over seeds; with the suite's fixed seed the outcome is deterministic.
+Power is shown in tests/test_stats.py: swapped stds, wpe at 0.02, a truncated normal (plain
+and rescaled to the right std), a uniform of the same std and a std off by 5% all fail.
+
+Thresholds use large-sample normal approximations, accurate here: n >= 786,432 (wpe at
+d = 768). The KS threshold uses the Kolmogorov tail P(sqrt(n) D > t) <= 2 exp(-2 t^2)
+(Dvoretzky-Kiefer-Wolfowitz, with Massart's constant), which holds for every n.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+CLAUSE_FALSE_ALARM = 1e-6
+TESTS_PER_TABLE = 4
+ALPHA_PER_TEST = CLAUSE_FALSE_ALARM / TESTS_PER_TABLE
+Z_TWO_SIDED = NormalDist().inv_cdf(1 - ALPHA_PER_TEST / 2)  # about 5.15
+KS_SAMPLE = 1 << 20  # KS on an evenly strided sample of at most this many values
+TAIL_Z = 3.0
+TAIL_P = 2 * (1 - NormalDist().cdf(TAIL_Z))  # P(|X| > 3 sigma) = 0.0026998
+
+
+@dataclass(frozen=True)
+class StatResult:
+    test: str
+    statistic: float
+    threshold: float
+    detail: str
+
+    @property
+    def passed(self) -> bool:
+        return abs(self.statistic) <= self.threshold
+
+    def __str__(self) -> str:
+        verdict = "ok" if self.passed else "FAIL"
+        return f"{self.test}: {self.detail} (|stat| {abs(self.statistic):.3g} vs limit {self.threshold:.3g}) {verdict}"
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    erf = np.frompyfunc(math.erf, 1, 1)
+    return 0.5 * (1.0 + erf(x / math.sqrt(2.0)).astype(np.float64))
+
+
+def normal_tests(values: np.ndarray, std: float) -> list[StatResult]:
+    """Is `values` a sample of N(0, std^2)? Four tests, each at ALPHA_PER_TEST."""
+    x = np.asarray(values, np.float64).ravel()
+    n = x.size
+    mean = x.mean()
+    var = np.mean(x * x)  # mean is known to be 0: E[x^2] = std^2, Var[x^2] = 2 std^4
+    z_mean = mean / (std / math.sqrt(n))
+    z_var = (var / std**2 - 1) / math.sqrt(2 / n)
+
+    sample = np.sort(x[:: max(1, n // KS_SAMPLE)])
+    m = sample.size
+    cdf = _normal_cdf(sample / std)
+    ks = max(np.max(np.arange(1, m + 1) / m - cdf), np.max(cdf - np.arange(m) / m))
+    ks_limit = math.sqrt(math.log(2 / ALPHA_PER_TEST) / (2 * m))
+
+    tail = np.count_nonzero(np.abs(x) > TAIL_Z * std)
+    z_tail = (tail - n * TAIL_P) / math.sqrt(n * TAIL_P * (1 - TAIL_P))
+    return [
+        StatResult("mean", z_mean, Z_TWO_SIDED, f"mean {mean:.3g}, z {z_mean:.2f}"),
+        StatResult("std", z_var, Z_TWO_SIDED, f"std {math.sqrt(var):.5g} vs {std}, z {z_var:.2f}"),
+        StatResult("normality (KS)", ks, ks_limit, f"KS distance {ks:.4g} on {m} values"),
+        StatResult("tail mass > 3 std", z_tail, Z_TWO_SIDED,
+                   f"{tail} of {n} beyond 3 std, expected {n * TAIL_P:.0f}, z {z_tail:.2f}"),
+    ]

@@ -1,0 +1,111 @@
+"""BOUNDS: positions 0..1023 are valid, a position >= 1024 or a token id outside
+[0, 50257) raises a clear error (never a clamp, wrap, zero row or NaN), and so do a bad
+past_length, non-integer ids and a wrong rank."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from conformance import gpt2, oracle
+from conformance.assertions import assert_bitwise_equal, assert_raises, describe_call
+from conformance.plugin import skip_unless_claimed
+from conformance.strategies import ids_with_one_bad, out_of_range_positions, suite_settings
+
+
+def _still_works(adapter, tables, why):
+    """After raising, the adapter still answers a valid call correctly (no poisoned state,
+    as after a CUDA device-side assert)."""
+    ids = np.array([[0, gpt2.N_VOCAB - 1]])
+    assert_bitwise_equal(adapter.embed(ids, 0), oracle.embedding(*tables, ids, 0),
+                         describe_call("embed", ids, 0) + f" after {why}")
+
+
+@pytest.mark.clause("BOUNDS-LAST-POSITION")
+@pytest.mark.parametrize("past,seq_len", [(0, gpt2.N_CTX), (gpt2.N_CTX - 1, 1), (1000, 24)])
+def test_last_position_valid(adapter, capabilities, tables, past, seq_len):
+    """Positions up to 1023 are valid: T = 1024 from 0; T = 1 at past_length 1023."""
+    if past:
+        skip_unless_claimed(capabilities, "kv_cache")
+    ids = np.random.default_rng(8).integers(0, gpt2.N_VOCAB, (1, seq_len))
+    assert_bitwise_equal(adapter.embed(ids, past), oracle.embedding(*tables, ids, past),
+                         describe_call("embed", ids, past), note="uses wpe[1023]")
+
+
+@pytest.mark.clause("BOUNDS-POSITION")
+@suite_settings()
+@given(case=out_of_range_positions(cached=False))
+def test_too_long_raises(adapter, tables, case):
+    """T > 1024 raises."""
+    seq_len, past = case
+    ids = np.zeros((1, seq_len), np.int64)
+    assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
+                  f"position {past + seq_len - 1} >= 1024")
+    _still_works(adapter, tables, "the error")
+
+
+@pytest.mark.clause("BOUNDS-POSITION")
+@suite_settings()
+@given(case=out_of_range_positions(cached=True))
+def test_cache_overflow_raises(adapter, capabilities, tables, case):
+    """past_length + T > 1024 raises (a cache that has run past the table)."""
+    skip_unless_claimed(capabilities, "kv_cache")
+    seq_len, past = case
+    ids = np.ones((2, seq_len), np.int64)
+    assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
+                  f"position {past + seq_len - 1} >= 1024")
+    _still_works(adapter, tables, "the error")
+
+
+@pytest.mark.clause("BOUNDS-TOKEN")
+@suite_settings(max_examples=40)
+@given(case=ids_with_one_bad(np.int64))
+def test_bad_token_id_raises_int64(adapter, tables, case):
+    """An id < 0 or >= 50257 anywhere raises."""
+    ids, bad = case
+    assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0), f"token id {bad}")
+    _still_works(adapter, tables, "the error")
+
+
+@pytest.mark.clause("BOUNDS-TOKEN")
+@suite_settings()
+@given(case=ids_with_one_bad(np.int32))
+def test_bad_token_id_raises_int32(adapter, case):
+    ids, bad = case
+    assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0), f"token id {bad}")
+
+
+@pytest.mark.clause("BOUNDS-PAST-LENGTH")
+@pytest.mark.parametrize("past", [-1, -gpt2.N_CTX, 1.5, 2.0, True])
+def test_bad_past_length_raises(adapter, past):
+    """past_length must be an integer >= 0 (not a float, not a bool)."""
+    ids = np.zeros((1, 3), np.int64)
+    assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
+                  "past_length must be an integer >= 0")
+
+
+@pytest.mark.clause("BOUNDS-INPUT")
+@pytest.mark.parametrize("ids", [
+    np.zeros((1, 3), np.float32), np.zeros((1, 3), np.float64), np.zeros((1, 3), bool),
+    np.zeros(3, np.int64), np.zeros((1, 1, 3), np.int64)],
+    ids=["float32", "float64", "bool", "rank1", "rank3"])
+def test_malformed_ids_raise(adapter, ids):
+    """ids are an integer [B, T] array: float/bool dtypes and other ranks raise."""
+    assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0),
+                  "ids must be integer [B, T]")
+
+
+@pytest.mark.clause("BOUNDS-MESSAGE")
+@pytest.mark.parametrize("case", ["position", "token-high", "token-negative"])
+def test_error_names_value_and_rule(adapter, case):
+    """An IndexError or ValueError whose message has the offending value and the table size."""
+    if case == "position":
+        ids, value, limit = np.zeros((1, gpt2.N_CTX + 1), np.int64), gpt2.N_CTX, gpt2.N_CTX
+    else:
+        value = gpt2.N_VOCAB if case == "token-high" else -1
+        ids, limit = np.array([[5, value, 7]]), gpt2.N_VOCAB
+    call = describe_call("embed", ids, 0)
+    exc = assert_raises(lambda: adapter.embed(ids, 0), call, f"{case} out of range")
+    text = str(exc)
+    if not isinstance(exc, (IndexError, ValueError)) or str(value) not in text or str(limit) not in text:
+        raise AssertionError(f"{call} raised {type(exc).__name__}({text!r}), but should raise IndexError or "
+                             f"ValueError naming the value {value} and the table size {limit}")

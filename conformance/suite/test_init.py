@@ -1,0 +1,69 @@
+"""INIT: the implementation's own initialiser draws wte ~ N(0, 0.02^2) and
+wpe ~ N(0, 0.01^2), plain normals; the tables are not zero and not copies."""
+
+import numpy as np
+import pytest
+
+from conformance import gpt2, stats
+from conformance.adapter import AdapterConfig
+
+SEED, OTHER_SEED = 1234, 4321
+
+
+@pytest.fixture(scope="module")
+def initialised(adapter_factory, device):
+    """(wte, wpe) after init_tables(SEED), once for the module (the init is the slow part)."""
+    adapter = adapter_factory(AdapterConfig(n_embd=gpt2.N_EMBD_SMALL, device=device))
+    adapter.init_tables(SEED)
+    return tuple(np.asarray(t) for t in adapter.tables())
+
+
+def _distinct_rows(table: np.ndarray) -> int:
+    """Number of distinct rows (hash each row by a random projection, then compare rows that
+    share a hash exactly, so the count is exact)."""
+    keys = table @ np.random.default_rng(0).standard_normal(table.shape[1])
+    order = np.argsort(keys, kind="stable")
+    same_key = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    duplicates = sum(np.array_equal(table[order[i]], table[order[i + 1]]) for i in same_key)
+    return table.shape[0] - duplicates
+
+
+def _check(table, std, name):
+    results = stats.normal_tests(np.asarray(table), std)
+    failed = [r for r in results if not r.passed]
+    if failed:
+        raise AssertionError(f"{name} after init_tables(seed={SEED}) is not N(0, {std}^2): "
+                             + "; ".join(map(str, failed)) + f" [false-alarm rate {stats.ALPHA_PER_TEST:.1e} each]")
+
+
+@pytest.mark.clause("INIT-WTE")
+def test_wte_init(initialised):
+    """wte ~ N(0, 0.02^2): mean, std, KS and tail mass."""
+    _check(initialised[0], gpt2.WTE_INIT_STD, "wte")
+
+
+@pytest.mark.clause("INIT-WPE")
+def test_wpe_init(initialised):
+    """wpe ~ N(0, 0.01^2): mean, std, KS and tail mass."""
+    _check(initialised[1], gpt2.WPE_INIT_STD, "wpe")
+
+
+@pytest.mark.clause("INIT-DISTINCT")
+def test_tables_distinct(make_adapter, initialised):
+    """Not zero, no repeated rows, wpe not a multiple of wte[:1024], seeds differ."""
+    wte, wpe = (np.asarray(t, np.float64) for t in initialised)
+    call = f"init_tables(seed={SEED})"
+    for name, table in (("wte", wte), ("wpe", wpe)):
+        if not table.any():
+            raise AssertionError(f"{name} is all zero after {call}, but should be random")
+        rows = _distinct_rows(table)
+        if rows != table.shape[0]:
+            raise AssertionError(f"{name} has {rows} distinct rows after {call}, but should have {table.shape[0]}")
+    head = wte[: gpt2.N_CTX]
+    scale = float((wpe * head).sum() / max((head * head).sum(), 1e-300))
+    if np.allclose(wpe, scale * head, rtol=0, atol=1e-7):
+        raise AssertionError(f"wpe == {scale:.3g} * wte[:1024] after {call}, but should be drawn independently")
+    other = make_adapter(load=False)
+    other.init_tables(OTHER_SEED)
+    if np.array_equal(np.asarray(other.tables()[0]), initialised[0]):
+        raise AssertionError(f"init_tables(seed={OTHER_SEED}) gave the same wte as seed={SEED}, but should differ")
