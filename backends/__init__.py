@@ -13,3 +13,7 @@ BUILTIN = {
     "tensorflow": "backends.tensorflow.adapter:TensorFlowAdapter",
     "jax": "backends.jax.adapter:JaxAdapter",
 }
+
+# The framework each backend imports: `--backend all` skips a backend whose framework is not
+# installed (and says so) instead of failing on it.
+REQUIRES = {"numpy": "numpy", "torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}

@@ -44,6 +44,10 @@ def assert_dtype(out: np.ndarray, dtype: str, call: str, what: str = "out") -> N
         raise AssertionError(f"{what}.dtype={out.dtype.name}, but should be {dtype} [{call}]")
 
 
+def _num(x) -> str:
+    return f"{float(x):.9g}"
+
+
 def _first(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
@@ -67,7 +71,7 @@ def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h
         worst = np.nanmax(diff) if np.isfinite(diff).any() else np.nan
         extra = f" ({note})" if note else ""
         raise AssertionError(
-            f"{_index(what, idx)}={a[idx]!r} but should be {expected[idx]!r}{extra} [{call}]; "
+            f"{_index(what, idx)}={_num(a[idx])} but should be {_num(expected[idx])}{extra} [{call}]; "
             f"{int(differ.sum())} of {differ.size} elements differ, max |diff| {worst:.3g}, "
             f"{int(np.isnan(a).sum())} NaN"
         )
@@ -82,7 +86,7 @@ def assert_within(actual, expected: np.ndarray, bound: np.ndarray, call: str, wh
         ratio = np.where(bad, np.nan_to_num(err / np.maximum(bound, 1e-300), nan=np.inf), 0)
         idx = tuple(int(i) for i in np.unravel_index(np.argmax(ratio), ratio.shape))
         raise AssertionError(
-            f"{_index(what, idx)}={float(actual[idx])!r} but should be {float(expected[idx])!r} "
+            f"{_index(what, idx)}={_num(actual[idx])} but should be {_num(expected[idx])} "
             f"+- {float(bound[idx]):.3g}{' (' + rule + ')' if rule else ''} [{call}]; "
             f"{int(bad.sum())} of {bad.size} elements outside, worst |err|/bound {float(ratio[idx]):.3g}"
         )

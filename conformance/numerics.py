@@ -57,7 +57,7 @@ def ulp(x: np.ndarray, dtype: str) -> np.ndarray:
     mant, min_exp = MANTISSA_BITS[dtype], MIN_NORMAL_EXP[dtype]
     with np.errstate(divide="ignore"):
         exponent = np.floor(np.log2(np.where(x > 0, x, 1.0)))
-    exponent = np.maximum(exponent, min_exp)
+    exponent = np.maximum(np.where(x > 0, exponent, min_exp), min_exp)
     return np.exp2(exponent - mant)
 
 

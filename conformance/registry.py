@@ -56,3 +56,13 @@ def resolve(name_or_spec: str):
         return plugins[name_or_spec].load()
     raise LookupError(f"unknown backend {name_or_spec!r}; available: {', '.join(available())} "
                       "(or pass --adapter package.module:factory)")
+
+
+def missing_framework(name: str) -> str | None:
+    """The framework a built-in backend needs but this environment lacks, else None."""
+    import importlib.util
+
+    from backends import REQUIRES
+
+    module = REQUIRES.get(name)
+    return module if module and importlib.util.find_spec(module) is None else None

@@ -80,14 +80,6 @@ def _read_events(path: str) -> tuple[dict[str, res.TestOutcome], str | None]:
     return done, in_flight
 
 
-def _clause_of(nodeid: str) -> str:
-    """The clause of a test that never reported (it crashed or hung): ask the collection."""
-    return _NODE_CLAUSES.get(nodeid, "")
-
-
-_NODE_CLAUSES: dict[str, str] = {}
-
-
 def _collect_clauses(target_args: list[str], env: dict) -> dict[str, str]:
     """nodeid -> clause for the whole suite, from a collection-only child run."""
     code = ("import json, sys, pytest\n"
@@ -108,23 +100,23 @@ def _collect_clauses(target_args: list[str], env: dict) -> dict[str, str]:
 
 
 def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
-                adapter_spec: str | None = None, extra_args=()) -> res.SuiteResult:
+                adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE) -> res.SuiteResult:
     """The suite on a backend in child processes (see module docstring)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     target = ["--adapter", adapter_spec] if adapter_spec else ["--backend", name]
     base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--device", device, *target, *extra_args]
     start = time.perf_counter()
     outcomes: dict[str, res.TestOutcome] = {}
-    _NODE_CLAUSES.update(_collect_clauses(base, env))
+    node_clauses: dict[str, str] = {}  # filled only when a test dies without reporting
     error = ""
     with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:
-        for attempt in range(len(_NODE_CLAUSES) + 1):
+        for attempt in range(1000):  # each pass finishes >= 1 test or stops
             events = os.path.join(tmp, f"events-{attempt}.jsonl")
             deselect = [a for nodeid in outcomes for a in ("--deselect", nodeid)]
             cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
-                   "--timeout", str(test_timeout), *deselect]
+                   "--timeout", str(test_timeout), "-o", "timeout_func_only=true", *deselect]
             child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-            hung = _watch(child, events, test_timeout + HANG_GRACE)
+            hung = _watch(child, events, test_timeout + hang_grace)
             output = child.stdout.read() if child.stdout else ""
             done, in_flight = _read_events(events)
             outcomes.update(done)
@@ -132,9 +124,10 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
                 if child.returncode not in (0, 1):
                     error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
                 break
-            reason = (f"hung: no result after {test_timeout + HANG_GRACE:.0f} s, process killed" if hung
+            reason = (f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed" if hung
                       else f"crashed: the test process died with exit code {child.returncode} during this test")
-            outcomes[in_flight] = res.TestOutcome(in_flight, _clause_of(in_flight), "failed", reason)
+            node_clauses = node_clauses or _collect_clauses(base, env)
+            outcomes[in_flight] = res.TestOutcome(in_flight, node_clauses.get(in_flight, ""), "failed", reason)
     return res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
                            time.perf_counter() - start, environment(), error)
 

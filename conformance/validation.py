@@ -1,7 +1,8 @@
 """Host-side input checks for embed(ids, past_length), shared by the built-in adapters.
 
-Frameworks disagree on out-of-range gathers (numpy/torch/TF-eager wrap -1 to the last row,
-JAX clamps or fills with NaN, TF on GPU returns zeros, torch on CUDA asserts on the device),
+Frameworks disagree on out-of-range gathers (numpy and torch indexing wrap -1 to the last
+row, tf.gather raises InvalidArgumentError on CPU but clamps under XLA and returns zeros on GPU,
+JAX clamps or fills with NaN, torch on CUDA asserts on the device),
 so a conforming implementation checks explicitly. The position bound needs only T and
 past_length, so it is checked here on the host without touching the device. The token-id
 bound needs the values: numpy adapters call check_token_ids; framework adapters do the same

@@ -77,7 +77,8 @@ class NumpyAdapter(Adapter):
         h = self.embed(ids, past_length).astype(np.float32)
         wte = self.wte.astype(np.float32)
         d = self.config.n_embd
-        grad_h = cotangent_h.astype(np.float32) + cotangent_logits.astype(np.float32) @ wte
+        head_part = cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32) @ wte  # 2-D: BLAS, not a batched loop
+        grad_h = cotangent_h.astype(np.float32) + head_part.reshape(cotangent_h.shape)
         grad_wte = np.zeros_like(wte)
         np.add.at(grad_wte, ids.reshape(-1), grad_h.reshape(-1, d))  # gather role
         grad_wte += cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32).T @ h.reshape(-1, d)  # head role

@@ -1,0 +1,103 @@
+"""gpt2-conformance: run the suite on a backend and print its scorecard.
+
+    gpt2-conformance run --backend numpy [--device cpu] [--report-dir DIR]
+    gpt2-conformance run --adapter mypkg.gpt2:make_adapter
+    gpt2-conformance spec            # SPEC.md, generated from the clause registry
+    gpt2-conformance list            # backend names
+
+Exit codes: 0 every claimed clause passed; 1 a clause failed or the backend could not run;
+2 bad command line; 3 nothing was checked (every clause not claimed or skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from conformance import registry, report, runner, spec
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpt2-conformance", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the suite on one backend")
+    target = run.add_mutually_exclusive_group(required=True)
+    target.add_argument("--backend", help="backend name (see `gpt2-conformance list`), or `all`")
+    target.add_argument("--adapter", help="adapter factory as package.module:factory")
+    run.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    run.add_argument("--report-dir", help="write JSON, JUnit XML and Markdown reports here")
+    run.add_argument("--timeout", type=float, default=runner.DEFAULT_TEST_TIMEOUT,
+                     help="seconds per test before it is failed as hung (default %(default)s)")
+    sub.add_parser("spec", help="print the spec (SPEC.md) generated from the clause registry")
+    sub.add_parser("list", help="list backend names")
+    return parser
+
+
+def _positive(value: float, name: str) -> float:
+    if not value > 0:
+        raise SystemExit(f"gpt2-conformance: error: {name} must be > 0, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "spec":
+        print(spec.markdown())
+        return 0
+    if args.command == "list":
+        print("\n".join(registry.available()))
+        return 0
+    _positive(args.timeout, "--timeout")
+    if args.backend == "all":
+        return _run_all(args)
+    name = args.backend or args.adapter
+    try:  # fail fast, in this process, on a name that cannot be resolved
+        registry.resolve(name)
+    except (ImportError, LookupError, ValueError) as exc:
+        print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
+        return 2
+    return _run_one(name, args).exit_code
+
+
+def _run_one(name: str, args) -> "runner.res.SuiteResult":
+    result = runner.run_backend(name, args.device, args.timeout, adapter_spec=args.adapter)
+    print(report.scorecard(result), flush=True)
+    if args.report_dir:
+        for path in report.write_all(result, args.report_dir):
+            print(f"wrote {path}")
+    return result
+
+
+def _parity(names: list[str], device: str) -> str:
+    """Each backend's max |diff| from the NumPy reference on the same inputs."""
+    from conformance import parity
+
+    reference, why = parity.run_child("numpy")
+    if reference is None:
+        return f"parity: the NumPy reference failed: {why}"
+    diffs = {}
+    for name in names:
+        out, why = parity.run_child(name, device)
+        diffs[name] = parity.max_abs_diff(reference, out) if out is not None else f"failed: {why}"
+    return parity.table(diffs)
+
+
+def _run_all(args) -> int:
+    """Every backend, each in its own child processes: one framework's crash, hang or import
+    error cannot take the others down."""
+    results, missing = [], {}
+    for name in registry.available():
+        lacking = registry.missing_framework(name)
+        if lacking:
+            missing[name] = lacking
+            print(f"gpt2-conformance: backend {name}: not installed ({lacking} is not importable)")
+            continue
+        results.append(_run_one(name, args))
+    print("\n" + report.matrix(results, missing))
+    print("\n" + _parity([r.backend for r in results], args.device))
+    codes = [r.exit_code for r in results]
+    return 1 if 1 in codes or not codes else (3 if all(c == 3 for c in codes) else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
