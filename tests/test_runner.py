@@ -1,0 +1,99 @@
+"""The runner and the CLI: verdicts, reports, exit codes, and adapters that hang, crash or
+return the wrong type each cost one FAIL with the reason while the run goes on."""
+
+import json
+import os
+import subprocess
+import sys
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from conformance import results as res
+from conformance import runner
+
+TESTS_DIR = os.path.dirname(__file__)
+SUBSET = ["-k", "token_by_token_decode or test_empty_sequence or test_no_output_bias"]  # quick tests
+
+
+@pytest.fixture(autouse=True)
+def _tests_on_child_path(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
+
+
+def _status(result, clause_id):
+    return next(c for c in result.clauses if c.clause.id == clause_id)
+
+
+@pytest.mark.parametrize("adapter,timeout,reason", [
+    ("bad_adapters:HangsInPython", 5, "Timeout"),
+    ("bad_adapters:HangsInNativeCode", 5, "hung: no result after"),
+    ("bad_adapters:CrashesInterpreter", 60, "crashed: the test process died"),
+])
+def test_misbehaving_adapter_costs_one_fail_and_the_run_goes_on(adapter, timeout, reason):
+    result = runner.run_backend(adapter, test_timeout=timeout, adapter_spec=adapter, extra_args=SUBSET, hang_grace=10)
+    decode = _status(result, "POSITIONS-DECODE")
+    assert decode.status == res.FAIL and reason in decode.message, decode.message
+    # the tests after it still ran and passed
+    assert _status(result, "SHAPE-EMPTY").status == res.PASS
+    assert _status(result, "TIED-NO-BIAS").status == res.PASS
+
+
+def test_wrong_return_type_is_a_fail_naming_the_type():
+    result = runner.run_backend("ReturnsList", adapter_spec="bad_adapters:ReturnsList", extra_args=SUBSET)
+    shape = _status(result, "SHAPE-EMPTY")
+    assert shape.status == res.FAIL
+    assert "returned list, but should return numpy.ndarray" in shape.message
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ))
+
+
+def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
+    out = _cli("run", "--backend", "numpy", "--report-dir", str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "LOOKUP-EXACT               PASS" in out.stdout
+    assert "DTYPE-BFLOAT16             NOT CLAIMED" in out.stdout
+    data = json.loads((tmp_path / "gpt2-conformance-numpy-cpu.json").read_text())
+    assert data["summary"] == {"PASS": 31, "FAIL": 0, "NOT CLAIMED": 1, "SKIPPED": 0}
+    suite = ET.parse(tmp_path / "gpt2-conformance-numpy-cpu.xml").getroot()
+    assert suite.get("tests") == "32" and suite.get("failures") == "0" and suite.get("skipped") == "1"
+    assert "| LOOKUP-EXACT |" in (tmp_path / "gpt2-conformance-numpy-cpu.md").read_text()
+
+
+def test_cli_failing_adapter_exits_1_with_one_line_reason():
+    out = _cli("run", "--adapter", "mutants:NoCacheOffset")
+    assert out.returncode == 1
+    line = next(l for l in out.stdout.splitlines() if l.strip().startswith("POSITIONS-OFFSET"))
+    assert "FAIL" in line and "but should be" in line and "embed(ids=" in line, line
+
+
+def test_cli_nothing_claimed_exits_3():
+    out = _cli("run", "--adapter", "bad_adapters:CpuOnly", "--device", "gpu")
+    assert out.returncode == 3, out.stdout
+    assert "0 passed, 0 failed, 32 not claimed" in out.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "--backend", "nope"], "unknown backend 'nope'"),
+    (["run", "--adapter", "nocolon"], "must have the form package.module:factory"),
+    (["run", "--adapter", "no_such_module_x:f"], "cannot import 'no_such_module_x'"),
+    (["run", "--backend", "numpy", "--timeout", "0"], "--timeout must be > 0"),
+    (["run", "--backend", "numpy", "--device", "tpu"], "invalid choice: 'tpu'"),
+])
+def test_cli_bad_input_is_a_clear_error(args, message):
+    out = _cli(*args)
+    assert out.returncode == 2 and message in out.stderr, (out.returncode, out.stderr)
+
+
+def test_pytest_without_backend_is_a_usage_error():
+    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-q", "-p", "no:cacheprovider"],
+                         capture_output=True, text=True)
+    assert out.returncode == 4 and "pass --backend NAME" in out.stdout + out.stderr
+
+
+def test_clause_with_no_test_is_a_fail_not_a_pass():
+    clauses = res.aggregate([])
+    assert all(c.status == res.FAIL and c.message == "no test ran for this clause" for c in clauses)
