@@ -5,7 +5,8 @@
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance list            # backend names
 
-Exit codes: 0 every claimed clause passed; 1 a clause failed or the backend could not run;
+Exit codes: 0 every claimed clause passed (or failed with a waiver); 1 a clause failed or the
+backend could not run;
 2 bad command line; 3 nothing was checked (every clause not claimed or skipped).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from conformance import registry, report, runner, spec
+from conformance import registry, report, runner, spec, waivers
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--adapter", help="adapter factory as package.module:factory")
     run.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     run.add_argument("--report-dir", help="write JSON, JUnit XML and Markdown reports here")
+    run.add_argument("--waivers", help="TOML file of expected deviations (default: the adapter's WAIVERS file, if any)")
     run.add_argument("--timeout", type=float, default=runner.DEFAULT_TEST_TIMEOUT,
                      help="seconds per test before it is failed as hung (default %(default)s)")
     sub.add_parser("spec", help="print the spec (SPEC.md) generated from the clause registry")
@@ -53,14 +55,27 @@ def main(argv: list[str] | None = None) -> int:
     name = args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved
         registry.resolve(name)
-    except (ImportError, LookupError, ValueError) as exc:
+        path = _waiver_file(name, args)
+        if path:
+            waivers.load(path)
+    except (ImportError, LookupError, ValueError) as exc:  # WaiverFileError is a ValueError
         print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
         return 2
     return _run_one(name, args).exit_code
 
 
+def _waiver_file(name: str, args) -> str | None:
+    """--waivers, else the file the adapter names in its WAIVERS attribute."""
+    if args.waivers:
+        return args.waivers
+    return getattr(registry.resolve(name), "WAIVERS", None)
+
+
 def _run_one(name: str, args) -> "runner.res.SuiteResult":
+    path = _waiver_file(name, args)
+    waiver_list = waivers.load(path) if path else []
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=args.adapter)
+    waivers.apply(result, waiver_list)
     print(report.scorecard(result), flush=True)
     if args.report_dir:
         for path in report.write_all(result, args.report_dir):

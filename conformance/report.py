@@ -19,7 +19,10 @@ def scorecard(result: res.SuiteResult) -> str:
         reason = "" if c.status == res.PASS else f"  {c.message}"
         lines.append(f"  {c.clause.id:<26} {c.status:<12} {c.clause.title}{reason}")
     counts = result.by_status()
-    lines.append(f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {counts[res.NOT_CLAIMED]} not claimed, "
+    for stale in result.stale_waivers:
+        lines.append(f"  STALE WAIVER: {stale}")
+    waived = f"{counts[res.WAIVED]} waived, " if counts[res.WAIVED] else ""
+    lines.append(f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{counts[res.NOT_CLAIMED]} not claimed, "
                  f"{counts[res.SKIPPED]} skipped in {result.duration:.1f} s")
     return "\n".join(lines)
 
@@ -43,6 +46,8 @@ def to_junit(result: res.SuiteResult) -> str:
         if c.status == res.FAIL:
             ET.SubElement(case, "failure", message=c.message).text = "\n".join(
                 f"{t.nodeid}: {t.message}" for t in c.tests if t.status == res.FAIL)
+        elif c.status == res.WAIVED:
+            ET.SubElement(case, "skipped", message=f"deviation (waived): {c.message}")
         elif c.status in (res.NOT_CLAIMED, res.SKIPPED):
             ET.SubElement(case, "skipped", message=f"{c.status.lower()}: {c.message}")
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
@@ -77,7 +82,7 @@ def write_all(result: res.SuiteResult, directory: str) -> list[str]:
 def matrix(results: list[res.SuiteResult], missing: dict[str, str]) -> str:
     """Clause x backend verdicts of a `--backend all` run, in Markdown."""
     names = [r.backend for r in results] + list(missing)
-    short = {res.PASS: "PASS", res.FAIL: "FAIL", res.NOT_CLAIMED: "n/c", res.SKIPPED: "skip"}
+    short = {res.PASS: "PASS", res.FAIL: "FAIL", res.WAIVED: "waived", res.NOT_CLAIMED: "n/c", res.SKIPPED: "skip"}
     lines = ["| Clause | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for i, c in enumerate(results[0].clauses if results else []):
         cells = [short[r.clauses[i].status] for r in results] + ["not installed"] * len(missing)

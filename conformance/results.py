@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from conformance import spec
 
 PASS, FAIL, NOT_CLAIMED, SKIPPED = "PASS", "FAIL", "NOT CLAIMED", "SKIPPED"
+WAIVED = "DEVIATION (WAIVED)"  # a failure listed in the implementation's waiver file
 NOT_CLAIMED_PREFIX = "not claimed: "  # skip reasons for missing capabilities
 UNAVAILABLE_PREFIX = "unavailable: "  # skip reasons for the environment (no GPU, ...)
 
@@ -52,9 +53,10 @@ class SuiteResult:
     duration: float
     environment: dict = field(default_factory=dict)
     error: str = ""  # the backend could not be run at all
+    stale_waivers: list[str] = field(default_factory=list)
 
     def by_status(self) -> dict[str, int]:
-        out = {PASS: 0, FAIL: 0, NOT_CLAIMED: 0, SKIPPED: 0}
+        out = {PASS: 0, FAIL: 0, WAIVED: 0, NOT_CLAIMED: 0, SKIPPED: 0}
         for c in self.clauses:
             out[c.status] += 1
         return out
@@ -64,8 +66,9 @@ class SuiteResult:
 
     @property
     def exit_code(self) -> int:
-        """0: every claimed clause passed; 1: a clause failed or the backend did not run;
-        3: nothing was checked (every clause not claimed or skipped)."""
+        """0: every claimed clause passed (a waived deviation does not fail the gate); 1: a
+        clause failed or the backend did not run; 3: nothing was checked (every clause not
+        claimed or skipped)."""
         counts = self.by_status()
         if self.error or counts[FAIL]:
             return 1
@@ -80,6 +83,7 @@ class SuiteResult:
             "environment": self.environment,
             "error": self.error,
             "summary": self.by_status(),
+            "stale_waivers": self.stale_waivers,
             "clauses": [
                 {"id": c.clause.id, "group": c.clause.group, "title": c.clause.title, "status": c.status,
                  "message": c.message, "tests": [asdict(t) | {"status": t.status} for t in c.tests]}
