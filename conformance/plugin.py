@@ -39,6 +39,8 @@ def pytest_addoption(parser):
     group.addoption("--adapter", help="adapter factory as package.module:factory")
     group.addoption("--device", default="cpu", choices=("cpu", "gpu"), help="device to run on (default cpu)")
     group.addoption("--gpt2c-results", help="append one JSON line per test event to this file (used by the CLI)")
+    group.addoption("--checkpoint", help="GOLDEN clauses: load wte/wpe from this GPT-2 checkpoint "
+                    "(.safetensors, torch .bin, TF model.ckpt, .npz) instead of the shipped real data")
 
 
 def pytest_configure(config):
@@ -207,3 +209,28 @@ def make_adapter(adapter_factory, device, tables):
         return adapter
 
     return make
+
+
+# -- GOLDEN: the golden tables (conformance/golden; --checkpoint) ---------------------------
+
+def pytest_report_header(config):
+    if config.getoption("--backend") or config.getoption("--adapter") or config._gpt2c_factory:
+        from conformance.golden import data
+
+        return f"gpt2-conformance golden data: {data.describe(config.getoption('--checkpoint'))}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def golden_tables(request):
+    """data.GoldenTables for the GOLDEN clauses: the --checkpoint's wte and wpe, or the shipped
+    real wpe and a wte holding every known real value (the rest: the suite's seeded wte)."""
+    from conformance.golden import data, readers
+
+    path = request.config.getoption("--checkpoint")
+    if not path:
+        return data.shipped_tables(request.getfixturevalue("tables")[0])
+    try:
+        return data.checkpoint_tables(path)
+    except readers.CheckpointError as exc:
+        pytest.fail(f"--checkpoint: {exc}", pytrace=False)

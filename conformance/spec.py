@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPEC_VERSION = "1.0"
+SPEC_VERSION = "1.1"  # 1.1: GOLDEN clauses
 
 MODEL_PY = "openai/gpt-2 src/model.py"  # as of commit 9b63575 (line numbers below)
 PAPER = "Radford et al. 2019, Language Models are Unsupervised Multitask Learners"
 SEED_EMBEDDING = "shared/seeds/000 (Token + Position Embedding study note)"
 SEED_DIAGRAM = "shared/seeds/001 (GPT-2 embedding diagram, modeling_gpt2.py 493/576)"
 SEED_WTE = "shared/seeds/003 (Understanding GPT-2 Token Embeddings)"
+PROVENANCE = "shared/gpt2-reference/PROVENANCE.md"
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,14 @@ GROUPS = {
     "INIT": "Official initialisation",
     "TIED": "Tied output head",
     "DTYPE": "Reduced precision, against derived tolerances",
+    "GOLDEN": "The real GPT-2 tables: bit-exact round trip, real rows, golden h",
 }
 
 CLAUSES: tuple[Clause, ...] = (
     # -- SHAPE -----------------------------------------------------------------------
     Clause("SHAPE-TABLES", "SHAPE", "Table shapes for the four released sizes",
            "For n_embd d in {768, 1024, 1280, 1600}, wte is [50257, d] and wpe is [1024, d].",
-           f"{PAPER} Table 2 and sec. 2.3; {MODEL_PY} lines 152-155", ("init",)),
+           f"{PAPER} Table 2 and sec. 2.3; {MODEL_PY} lines 152-155"),
     Clause("SHAPE-PARAMS", "SHAPE", "Parameter count; the tied head adds none",
            "The embedding and head own exactly two parameters, wte [50257, d] and wpe [1024, d]: "
            "38,597,376 + 786,432 = 39,383,808 at d = 768. The tied head adds 0 parameters.",
@@ -64,7 +66,8 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
     Clause("LOOKUP-NO-SCALE", "LOOKUP", "No sqrt(d) or other scaling",
            "With wpe zeroed, h == wte[X] exactly; with wte zeroed, h == wpe[p] exactly. No factor "
-           "(sqrt(d) as in the Transformer base model, or any other) is applied to either term.",
+           "(sqrt(d) as in the Transformer base model, a max-norm renormalisation, or any other) is "
+           "applied to either term, whatever the rows' norms.",
            f"{MODEL_PY} line 157; {SEED_EMBEDDING} (Watch-outs)"),
     Clause("LOOKUP-NO-EXTRA", "LOOKUP", "No token-type embedding, bias or norm on the sum",
            "With both tables zero, h is exactly zero: nothing else (a token-type or segment "
@@ -110,7 +113,8 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} line 152; {SEED_EMBEDDING} (Out-of-range positions are a user-level error)"),
     Clause("BOUNDS-TOKEN", "BOUNDS", "A token id outside [0, 50257) raises",
            "An id < 0 or >= 50257 anywhere in ids makes embed raise; ids 0 and 50256 are valid. "
-           "(numpy, torch and TF eager indexing wrap -1 to the last row; JAX clamps or fills.)",
+           "(numpy and torch indexing wrap -1 to the last row; tf.gather raises InvalidArgumentError on "
+           "CPU, returns zero rows on GPU and clamps under XLA; JAX clamps or fills.)",
            f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256)"),
     Clause("BOUNDS-PAST-LENGTH", "BOUNDS", "A negative or non-integer past_length raises",
            "past_length < 0, or a past_length that is not an integer (1.5, True), raises.",
@@ -166,6 +170,38 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("DTYPE-BFLOAT16", "DTYPE", "bfloat16 within 1 ulp; head within its derived bound",
            "As DTYPE-FLOAT16 with bfloat16 (u = 2^-8).",
            "this suite (numerics.py derivation)", ("dtype:bfloat16",)),
+    # -- GOLDEN ----------------------------------------------------------------------
+    # The golden tables: with --checkpoint, that checkpoint's wte and wpe; without, the
+    # shipped real 124M wpe and a wte holding every known real value (fixtures/, derived
+    # by fixtures/derive.py; unknown elements are a seeded stand-in, never compared).
+    Clause("GOLDEN-TABLES-ROUNDTRIP", "GOLDEN", "The golden tables round-trip bit for bit",
+           "The golden tables loaded in float32 read back from tables() bit for bit. Shipped data: "
+           "the real wpe (sha256 29c69587...be772, TF masked crc32c 718256369) and every known real "
+           "wte value.",
+           f"{PROVENANCE} (gpt2_wpe_float32_littleendian.bin, checks 1-2); fixtures/MANIFEST.json"),
+    Clause("GOLDEN-WPE-ROWS", "GOLDEN", "embed reads the real wpe rows, cached offsets included",
+           "With wte zero and the golden wpe loaded, embedding the ids of 'Software is changing how "
+           "we' [25423, 318, 5609, 703, 356] at past_length 0, 1, 511 and 1019 returns the real GPT-2 "
+           "wpe rows past_length + t bit for bit (the last is row 1023), and agrees with every value "
+           "independent sources printed at that value's printed precision.",
+           f"{PROVENANCE} (wpe checks 3-5; tokenizer check); shared/gpt2-reference/values.json (wpe)"),
+    Clause("GOLDEN-H", "GOLDEN", "h for the golden sequences equals the golden vectors",
+           "For ids whose wte values are known ([0, 1, 2, 3, 4], [50254, 50255, 50256], [40, 779, "
+           "3644], [50256]) at past_length 0, 1, 511 and 1024 - T, each h element whose wte value is "
+           "known equals the golden value computed from real values only: bit for bit where wte is "
+           "known exactly, else within the printed precision plus float32 rounding.",
+           f"{PROVENANCE} (wte, h); shared/gpt2-reference/values.json (wte, embedding_outputs_h); "
+           "fixtures/derive.py (golden_h)"),
+    Clause("GOLDEN-DECODE", "GOLDEN", "Cached decode at each golden offset equals the full forward",
+           "With the golden tables, embedding each golden sequence one token at a time with "
+           "past_length = offset + t equals row t of the full forward at that offset, bit for bit, "
+           "for every golden offset (up to position 1023).",
+           f"{MODEL_PY} lines 156-157; {PROVENANCE}", ("kv_cache",)),
+    Clause("GOLDEN-LOGITS", "GOLDEN", "Tied logits for real h vectors match float64",
+           "logits(h) for h = the golden sequences' embedding and the real wpe rows 0, 1, 2, 1022, "
+           "1023 is within gamma_d(float32) * (|h| @ |wte|^T) of the float64 h @ wte^T of the "
+           "golden wte.",
+           f"{MODEL_PY} lines 170-171; {PROVENANCE}", ("tied_head",)),
 )
 
 BY_ID = {c.id: c for c in CLAUSES}
