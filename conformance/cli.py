@@ -2,6 +2,7 @@
 
     gpt2-conformance run --backend numpy [--device cpu] [--report-dir DIR]
     gpt2-conformance run --adapter mypkg.gpt2:make_adapter
+    gpt2-conformance golden --checkpoint PATH [--backend NAME]   # is it the real GPT-2?
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance list            # backend names
 
@@ -16,6 +17,7 @@ import argparse
 import sys
 
 from conformance import registry, report, runner, spec, waivers
+from conformance.golden import command as golden_command
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--waivers", help="TOML file of expected deviations (default: the adapter's WAIVERS file, if any)")
     run.add_argument("--timeout", type=float, default=runner.DEFAULT_TEST_TIMEOUT,
                      help="seconds per test before it is failed as hung (default %(default)s)")
+    run.add_argument("--checkpoint", help="GOLDEN clauses: use this GPT-2 checkpoint's tables "
+                     "(default: the shipped real wpe and known wte values)")
+    golden_command.add_parser(sub)
     sub.add_parser("spec", help="print the spec (SPEC.md) generated from the clause registry")
     sub.add_parser("list", help="list backend names")
     return parser
@@ -49,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         print("\n".join(registry.available()))
         return 0
+    if args.command == "golden":
+        return golden_command.run(args)
     _positive(args.timeout, "--timeout")
     if args.backend == "all":
         return _run_all(args)
@@ -74,7 +81,7 @@ def _waiver_file(name: str, args) -> str | None:
 def _run_one(name: str, args) -> "runner.res.SuiteResult":
     path = _waiver_file(name, args)
     waiver_list = waivers.load(path) if path else []
-    result = runner.run_backend(name, args.device, args.timeout, adapter_spec=args.adapter)
+    result = runner.run_backend(name, args.device, args.timeout, adapter_spec=args.adapter, checkpoint=args.checkpoint)
     waivers.apply(result, waiver_list)
     print(report.scorecard(result), flush=True)
     if args.report_dir:

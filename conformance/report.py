@@ -13,6 +13,8 @@ def scorecard(result: res.SuiteResult) -> str:
     """One line per clause: ID, title, verdict, and the reason for anything but PASS (never
     cut: the reason names the input and expected vs actual)."""
     lines = [f"gpt2-conformance spec {result.spec_version}: backend {result.backend} on {result.device}"]
+    if result.environment.get("golden_data"):
+        lines.append(f"  golden data: {result.environment['golden_data']}")
     if result.error:
         lines.append(f"  ERROR: {result.error}")
     for c in result.clauses:
@@ -58,6 +60,8 @@ def to_markdown(result: res.SuiteResult) -> str:
     lines = [f"# gpt2-conformance: {result.backend} on {result.device}", "",
              f"Spec {result.spec_version}. {counts[res.PASS]} passed, {counts[res.FAIL]} failed, "
              f"{counts[res.NOT_CLAIMED]} not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s.", ""]
+    if result.environment.get("golden_data"):
+        lines += [f"Golden data: {result.environment['golden_data']}.", ""]
     if result.error:
         lines += [f"**Error:** {result.error}", ""]
     lines += ["| Clause | Title | Verdict | Detail |", "|---|---|---|---|"]

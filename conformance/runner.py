@@ -42,10 +42,13 @@ class _Collector:
             current.outcome, current.message = report.outcome, props.get("gpt2c_message", "")
 
 
-def environment() -> dict:
+def environment(checkpoint: str | None = None) -> dict:
     import numpy
 
-    return {"python": platform.python_version(), "platform": platform.platform(), "numpy": numpy.__version__}
+    from conformance.golden import data
+
+    return {"python": platform.python_version(), "platform": platform.platform(), "numpy": numpy.__version__,
+            "golden_data": data.describe(checkpoint)}
 
 
 def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=()) -> res.SuiteResult:
@@ -100,11 +103,15 @@ def _collect_clauses(target_args: list[str], env: dict) -> dict[str, str]:
 
 
 def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
-                adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE) -> res.SuiteResult:
-    """The suite on a backend in child processes (see module docstring)."""
+                adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE,
+                checkpoint: str | None = None) -> res.SuiteResult:
+    """The suite on a backend in child processes (see module docstring). `checkpoint`: the
+    GOLDEN clauses use that checkpoint's tables instead of the shipped real data."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     target = ["--adapter", adapter_spec] if adapter_spec else ["--backend", name]
-    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--device", device, *target, *extra_args]
+    golden = ["--checkpoint", checkpoint] if checkpoint else []
+    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--tb=short", "--device", device, *target, *golden,
+            *extra_args]
     start = time.perf_counter()
     outcomes: dict[str, res.TestOutcome] = {}
     node_clauses: dict[str, str] = {}  # filled only when a test dies without reporting
@@ -115,9 +122,12 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
             deselect = [a for nodeid in outcomes for a in ("--deselect", nodeid)]
             cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
                    "--timeout", str(test_timeout), "-o", "timeout_func_only=true", *deselect]
-            child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-            hung = _watch(child, events, test_timeout + hang_grace)
-            output = child.stdout.read() if child.stdout else ""
+            log_path = os.path.join(tmp, f"output-{attempt}.log")
+            with open(log_path, "w") as log:  # a file, not a pipe: a chatty child must never block on it
+                child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+                hung = _watch(child, events, test_timeout + hang_grace)
+            with open(log_path, errors="replace") as log:
+                output = log.read()
             done, in_flight = _read_events(events)
             outcomes.update(done)
             if in_flight is None:
@@ -129,7 +139,7 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
             node_clauses = node_clauses or _collect_clauses(base, env)
             outcomes[in_flight] = res.TestOutcome(in_flight, node_clauses.get(in_flight, ""), "failed", reason)
     return res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
-                           time.perf_counter() - start, environment(), error)
+                           time.perf_counter() - start, environment(checkpoint), error)
 
 
 def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
