@@ -84,6 +84,19 @@ class Adapter(abc.ABC):
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         self.config = config
 
+    def framework_dtype(self, dtypes: dict):
+        """dtypes[config.dtype], after checking that the dtype is one of `dtypes` and the device
+        is claimed and available here: one clear error for a config the adapter cannot serve."""
+        name, dtype, device = type(self).__name__, self.config.dtype, self.config.device
+        if dtype not in dtypes:
+            raise ValueError(f"{name}: dtype {dtype!r} is not one of {tuple(dtypes)}")
+        if device not in self.capabilities.devices:
+            raise ValueError(f"{name}: device {device!r} is not one of {self.capabilities.devices}")
+        available, why = self.device_available(device)
+        if not available:
+            raise ValueError(f"{name}: device {device!r} is not available: {why}")
+        return dtypes[dtype]
+
     # -- environment --------------------------------------------------------------
     @classmethod
     def device_available(cls, device: str) -> tuple[bool, str]:

@@ -34,12 +34,7 @@ class JaxAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        if config.dtype not in _JAX_DTYPES:
-            raise ValueError(f"JaxAdapter: dtype {config.dtype!r} is not one of {tuple(_JAX_DTYPES)}")
-        available, why = self.device_available(config.device)
-        if not available:
-            raise ValueError(f"JaxAdapter: device {config.device!r} is not available: {why}")
-        self._dtype = _JAX_DTYPES[config.dtype]
+        self._dtype = self.framework_dtype(_JAX_DTYPES)
         self._device = jax.devices(config.device)[0]
         d = config.n_embd
         with jax.default_device(self._device):

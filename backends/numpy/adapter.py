@@ -23,11 +23,7 @@ class NumpyAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        if config.dtype not in _NUMPY_DTYPES:
-            raise ValueError(f"NumpyAdapter: dtype {config.dtype!r} is not one of {tuple(_NUMPY_DTYPES)}")
-        if config.device != "cpu":
-            raise ValueError(f"NumpyAdapter: device {config.device!r} is not supported, only 'cpu'")
-        self._dtype = _NUMPY_DTYPES[config.dtype]
+        self._dtype = self.framework_dtype(_NUMPY_DTYPES)
         d = config.n_embd
         self.wte = np.zeros((gpt2.N_VOCAB, d), self._dtype)
         self.wpe = np.zeros((gpt2.N_CTX, d), self._dtype)

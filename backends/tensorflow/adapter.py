@@ -29,12 +29,7 @@ class TensorFlowAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        if config.dtype not in _TF_DTYPES:
-            raise ValueError(f"TensorFlowAdapter: dtype {config.dtype!r} is not one of {tuple(_TF_DTYPES)}")
-        available, why = self.device_available(config.device)
-        if not available:
-            raise ValueError(f"TensorFlowAdapter: device {config.device!r}: {why}")
-        self._dtype = _TF_DTYPES[config.dtype]
+        self._dtype = self.framework_dtype(_TF_DTYPES)
         self._device = "/GPU:0" if config.device == "gpu" else "/CPU:0"
         self._model: GPT2Embedding | None = None
 

@@ -44,15 +44,8 @@ class TorchAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        if config.dtype not in _TORCH_DTYPES:
-            raise ValueError(f"TorchAdapter: dtype {config.dtype!r} is not one of {tuple(_TORCH_DTYPES)}")
-        if config.device not in _TORCH_DEVICES:
-            raise ValueError(f"TorchAdapter: device {config.device!r} is not one of {tuple(_TORCH_DEVICES)}")
-        available, why = self.device_available(config.device)
-        if not available:
-            raise RuntimeError(f"TorchAdapter: {why}")
+        self.dtype = self.framework_dtype(_TORCH_DTYPES)
         self.device = torch.device(_TORCH_DEVICES[config.device])
-        self.dtype = _TORCH_DTYPES[config.dtype]
         # skip_init: the tables stay uninitialised until load_tables or init_tables, which
         # always come next; drawing (0.8 s) or zeroing (0.13 s) 39M values per adapter would
         # be wasted, and the suite builds many. (Its first call imports torch's meta-device
