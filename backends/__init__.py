@@ -12,8 +12,16 @@ BUILTIN = {
     "torch": "backends.torch.adapter:TorchAdapter",
     "tensorflow": "backends.tensorflow.adapter:TensorFlowAdapter",
     "jax": "backends.jax.adapter:JaxAdapter",
+    # third-party implementations, judged as they are (no checks added; deviations waived
+    # with evidence in each folder's waivers.toml, reports in reports/)
+    "hf-transformers": "backends.hf_transformers.adapter:HFTransformersAdapter",
+    "keras-hub-tensorflow": "backends.keras_hub_tensorflow.adapter:KerasHubTensorFlowAdapter",
+    "keras-hub-jax": "backends.keras_hub_jax.adapter:KerasHubJaxAdapter",
+    "keras-hub-torch": "backends.keras_hub_torch.adapter:KerasHubTorchAdapter",
 }
 
 # The framework each backend imports: `--backend all` skips a backend whose framework is not
 # installed (and says so) instead of failing on it.
-REQUIRES = {"numpy": "numpy", "torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+REQUIRES = {"numpy": "numpy", "torch": "torch", "tensorflow": "tensorflow", "jax": "jax",
+            "hf-transformers": "transformers", "keras-hub-tensorflow": "keras_hub", "keras-hub-jax": "keras_hub",
+            "keras-hub-torch": "keras_hub"}

@@ -1,0 +1,1 @@
+"""Examples of adapters for implementations written outside this project (see README.md here)."""

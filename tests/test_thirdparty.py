@@ -1,0 +1,107 @@
+"""Third-party GPT-2 implementations (backends/thirdparty_reports.THIRD_PARTY): the suite runs on
+each in child processes (each Keras backend needs its own process) with its waiver file
+applied, and must show no unwaived failure, exactly the waived clauses as deviations, and no
+stale waiver. Also: a stale waiver is reported, the HF adapter's short-cut equals the full
+forward, and the examples/ adapter passes every clause it claims."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import numpy as np
+import pytest
+
+from backends import thirdparty_reports as tp
+from conformance import results as res
+from conformance import spec, waivers
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def suite_result():
+    """name -> (result with waivers applied, waivers, implementation), each run once."""
+    cache = {}
+
+    def get(name):
+        lacking = tp.missing(name)
+        if lacking:
+            pytest.skip(f"{name}: {lacking} is not installed")
+        if name not in cache:
+            cache[name] = tp.run(name)
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", list(tp.THIRD_PARTY))
+def test_conforms_up_to_its_waivers(suite_result, name):
+    result, waiver_list, implementation = suite_result(name)
+    assert result.error == "", result.error
+    unexplained = {c.clause.id: c.message for c in result.clauses if c.status == res.FAIL}
+    assert unexplained == {}, f"{implementation}: failures without a waiver"
+    waived = {c.clause.id for c in result.clauses if c.status == res.WAIVED}
+    assert waived == {w.clause for w in waiver_list}
+    assert result.stale_waivers == []
+    assert result.by_status()[res.PASS] >= 20  # the adapter really ran the suite
+    assert all(w.link.startswith("https://github.com/") for w in waiver_list)
+
+
+def test_stale_waiver_is_reported(tmp_path):
+    """A waiver for a clause that fails becomes DEVIATION (WAIVED); one for a clause that
+    passes is reported as stale (loaded from a TOML file like the backends' waivers.toml)."""
+    outcomes = [res.TestOutcome(f"t::{c.id}", c.id, "failed" if c.id == "BOUNDS-MESSAGE" else "passed",
+                                "raised IndexError('index out of range in self')") for c in spec.CLAUSES]
+    result = res.SuiteResult("fake", "cpu", spec.SPEC_VERSION, res.aggregate(outcomes), 0.0)
+    path = tmp_path / "waivers.toml"
+    path.write_text('implementation = "fake"\n'
+                    '[[waiver]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://example.org/1"\n'
+                    '[[waiver]]\nclause = "TIED-LOGITS"\nreason = "fixed upstream"\nlink = "https://example.org/2"\n')
+    waivers.apply(result, waivers.load(str(path)))
+    status = {c.clause.id: c.status for c in result.clauses}
+    assert status["BOUNDS-MESSAGE"] == res.WAIVED and status["TIED-LOGITS"] == res.PASS
+    assert len(result.stale_waivers) == 1 and result.stale_waivers[0].startswith("TIED-LOGITS")
+    assert result.exit_code == 0
+
+
+def test_stale_waiver_on_a_real_result(suite_result):
+    """The same on hf-transformers' real result: waiving a clause it passes is stale."""
+    result, waiver_list, _ = suite_result("hf-transformers")
+    fresh = copy.deepcopy(result)
+    fresh.stale_waivers = []
+    waivers.apply(fresh, [waivers.Waiver("TIED-LOGITS", "pretend", "https://example.org/x")])
+    assert [s.split()[0] for s in fresh.stale_waivers] == ["TIED-LOGITS"]
+
+
+def test_hf_short_cut_equals_full_forward():
+    """hf-transformers stops the forward at block 0's input; the complete forward's
+    output.hidden_states[0] must be the same bits, with and without a cache."""
+    pytest.importorskip("transformers")
+    from backends.hf_transformers.adapter import HFTransformersAdapter
+
+    adapter = HFTransformersAdapter()
+    rng = np.random.default_rng(0)
+    adapter.load_tables(rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
+                        rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01))
+    ids = rng.integers(0, 50257, (2, 7))
+    for past in (0, 5, 1017):
+        short = adapter.embed(ids, past)
+        adapter.FULL_FORWARD = True
+        full = adapter.embed(ids, past)
+        adapter.FULL_FORWARD = False
+        assert np.array_equal(short, full), past
+
+
+def test_example_adapter_passes_everything_it_claims(monkeypatch):
+    pytest.importorskip("torch")
+    from conformance import registry
+    from conformance.runner import run_in_process
+
+    monkeypatch.syspath_prepend(str(ROOT))  # as `gpt2-conformance run --adapter examples.plain_torch_module:Adapter`
+    factory = registry.resolve("examples.plain_torch_module:Adapter")
+    result = run_in_process(factory, "examples.plain_torch_module:Adapter")
+    statuses = {c.clause.id: c.status for c in result.clauses}
+    assert result.error == ""
+    assert {c: s for c, s in statuses.items() if s == res.FAIL} == {}
+    assert {c for c, s in statuses.items() if s == res.NOT_CLAIMED} == {"DTYPE-FLOAT16", "DTYPE-BFLOAT16"}
