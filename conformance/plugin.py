@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 
 import numpy as np
@@ -89,11 +90,15 @@ def pytest_runtest_setup(item):
         skip_unless_claimed(caps, requirement)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its error messages
+
+
 def _one_line(excinfo) -> str:
     exc = excinfo.value
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # hypothesis: several distinct failures
         exc = exc.exceptions[0]
-    text = (str(exc).strip().splitlines() or [""])[0]
+    lines = [ln.strip() for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
+    text = " ".join(lines[:2]) if lines and lines[0].startswith("Exception encountered when calling") else (lines or [""])[0]
     if isinstance(exc, AssertionError) or type(exc).__name__ in ("Failed", "Skipped"):
         return text
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None

@@ -5,6 +5,8 @@ only that backend's module (and so only its framework)."""
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from importlib.metadata import entry_points
 
 ENTRY_POINT_GROUP = "gpt2_conformance.adapters"
@@ -32,6 +34,8 @@ def load_object(spec: str):
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"adapter {spec!r} must have the form package.module:factory")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # a console script does not see the current directory; `python -m` does
     try:
         obj = importlib.import_module(module_name)
     except ImportError as exc:
