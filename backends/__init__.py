@@ -18,10 +18,19 @@ BUILTIN = {
     "keras-hub-tensorflow": "backends.keras_hub_tensorflow.adapter:KerasHubTensorFlowAdapter",
     "keras-hub-jax": "backends.keras_hub_jax.adapter:KerasHubJaxAdapter",
     "keras-hub-torch": "backends.keras_hub_torch.adapter:KerasHubTorchAdapter",
+    "transformer-lens": "backends.transformer_lens.adapter:TransformerLensAdapter",
 }
 
 # The framework each backend imports: `--backend all` skips a backend whose framework is not
 # installed (and says so) instead of failing on it.
-REQUIRES = {"numpy": "numpy", "torch": "torch", "tensorflow": "tensorflow", "jax": "jax",
-            "hf-transformers": "transformers", "keras-hub-tensorflow": "keras_hub", "keras-hub-jax": "keras_hub",
-            "keras-hub-torch": "keras_hub"}
+REQUIRES = {
+    "numpy": ("numpy",), "torch": ("torch",), "tensorflow": ("tensorflow",), "jax": ("jax",),
+    "hf-transformers": ("torch", "transformers"),
+    "keras-hub-tensorflow": ("keras_hub", "tensorflow"),
+    "keras-hub-jax": ("keras_hub", "jax"),
+    "keras-hub-torch": ("keras_hub", "torch"),
+    "transformer-lens": ("torch", "transformer_lens"),
+}
+
+# Implementations we did not write: judged as they are, with waivers and a report each
+THIRD_PARTY = ("hf-transformers", "keras-hub-tensorflow", "keras-hub-jax", "keras-hub-torch", "transformer-lens")

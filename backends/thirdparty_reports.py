@@ -13,33 +13,28 @@ a waiver or a waiver is stale, as in CI.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import sys
 
+from backends import BUILTIN, THIRD_PARTY
 from conformance import registry, results as res, runner, waivers
 
-# name -> (adapter "module:Class", modules that must be importable)
-THIRD_PARTY = {
-    "hf-transformers": ("backends.hf_transformers.adapter:HFTransformersAdapter", ("torch", "transformers")),
-    "keras-hub-tensorflow": ("backends.keras_hub_tensorflow.adapter:KerasHubTensorFlowAdapter",
-                             ("keras_hub", "tensorflow")),
-    "keras-hub-jax": ("backends.keras_hub_jax.adapter:KerasHubJaxAdapter", ("keras_hub", "jax")),
-    "keras-hub-torch": ("backends.keras_hub_torch.adapter:KerasHubTorchAdapter", ("keras_hub", "torch")),
-}
+
+def _spec(name: str) -> str:
+    return BUILTIN[name]
 
 _ANSI = re.compile(r"(\x1b|\\x1b)\[[0-9;]*m")  # escape codes, raw or as repr() writes them
 
 
 def missing(name: str) -> str | None:
     """The first module `name` needs that is not importable here, else None."""
-    return next((m for m in THIRD_PARTY[name][1] if importlib.util.find_spec(m) is None), None)
+    return registry.missing_framework(name)
 
 
 def run(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT) -> tuple[res.SuiteResult, list, str]:
     """(result with waivers applied, the waivers, the implementation string) for one name."""
-    spec = THIRD_PARTY[name][0]
+    spec = _spec(name)
     factory = registry.resolve(spec)
     waiver_list = waivers.load(factory.WAIVERS)
     result = runner.run_backend(name, "cpu", timeout, adapter_spec=spec)
@@ -116,7 +111,7 @@ def main(argv=None) -> int:
             status = 1
             continue
         result, waiver_list, implementation = run(name)
-        path = registry.resolve(THIRD_PARTY[name][0]).WAIVERS
+        path = registry.resolve(_spec(name)).WAIVERS
         rel = os.path.relpath(path, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         out = os.path.join(args.out, f"{name}.md")
         with open(out, "w", encoding="utf-8") as f:

@@ -63,10 +63,9 @@ def resolve(name_or_spec: str):
 
 
 def missing_framework(name: str) -> str | None:
-    """The framework a built-in backend needs but this environment lacks, else None."""
+    """The first module a built-in backend needs that this environment lacks, else None."""
     import importlib.util
 
     from backends import REQUIRES
 
-    module = REQUIRES.get(name)
-    return module if module and importlib.util.find_spec(module) is None else None
+    return next((m for m in REQUIRES.get(name, ()) if importlib.util.find_spec(m) is None), None)
