@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from conformance import registry, report, runner, spec, waivers
 from conformance.golden import command as golden_command
@@ -40,12 +41,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(value: float, name: str) -> float:
-    if not value > 0:
-        raise SystemExit(f"gpt2-conformance: error: {name} must be > 0, got {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "spec":
@@ -56,12 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "golden":
         return golden_command.run(args)
-    _positive(args.timeout, "--timeout")
+    if not args.timeout > 0:
+        print(f"gpt2-conformance: error: --timeout must be > 0, got {args.timeout}", file=sys.stderr)
+        return 2
     if args.backend == "all":
         return _run_all(args)
     name = args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved
-        registry.resolve(name)
+        _factory(args)
         path = _waiver_file(name, args)
         if path:
             waivers.load(path)
@@ -71,11 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     return _run_one(name, args).exit_code
 
 
+def _factory(args, name: str | None = None):
+    """--adapter is always module:factory; --backend a name (or, for convenience, a spec)."""
+    return registry.load_object(args.adapter) if args.adapter else registry.resolve(name or args.backend)
+
+
 def _waiver_file(name: str, args) -> str | None:
     """--waivers, else the file the adapter names in its WAIVERS attribute."""
     if args.waivers:
         return args.waivers
-    return getattr(registry.resolve(name), "WAIVERS", None)
+    return getattr(_factory(args, name), "WAIVERS", None)
 
 
 def _run_one(name: str, args) -> "runner.res.SuiteResult":
@@ -108,6 +110,7 @@ def _run_all(args) -> int:
     """Every backend, each in its own child processes: one framework's crash, hang or import
     error cannot take the others down."""
     results, missing = [], {}
+    start = time.perf_counter()
     for name in registry.available():
         lacking = registry.missing_framework(name)
         if lacking:
@@ -117,6 +120,7 @@ def _run_all(args) -> int:
         results.append(_run_one(name, args))
     print("\n" + report.matrix(results, missing))
     print("\n" + _parity([r.backend for r in results], args.device))
+    print(f"\nall backends: {time.perf_counter() - start:.0f} s")
     codes = [r.exit_code for r in results]
     return 1 if 1 in codes or not codes else (3 if all(c == 3 for c in codes) else 0)
 
