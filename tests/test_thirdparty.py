@@ -7,6 +7,7 @@ forward, and the examples/ adapter passes every clause it claims."""
 from __future__ import annotations
 
 import copy
+import importlib
 import pathlib
 
 import numpy as np
@@ -74,13 +75,16 @@ def test_stale_waiver_on_a_real_result(suite_result):
     assert [s.split()[0] for s in fresh.stale_waivers] == ["TIED-LOGITS"]
 
 
-def test_hf_short_cut_equals_full_forward():
-    """hf-transformers stops the forward at block 0's input; the complete forward's
-    output.hidden_states[0] must be the same bits, with and without a cache."""
-    pytest.importorskip("transformers")
-    from backends.hf_transformers.adapter import HFTransformersAdapter
-
-    adapter = HFTransformersAdapter()
+@pytest.mark.parametrize("module,name,cls", [
+    ("transformers", "hf_transformers", "HFTransformersAdapter"),
+    ("transformer_lens", "transformer_lens", "TransformerLensAdapter"),
+])
+def test_short_cut_equals_full_forward(module, name, cls):
+    """The black-box adapters stop the forward at block 0's input; the complete forward's
+    first hidden state (hf: output.hidden_states[0]; TransformerLens: blocks.0.hook_resid_pre)
+    must be the same bits, with and without a cache."""
+    pytest.importorskip(module)
+    adapter = getattr(importlib.import_module(f"backends.{name}.adapter"), cls)()
     rng = np.random.default_rng(0)
     adapter.load_tables(rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
                         rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01))
