@@ -1,0 +1,101 @@
+"""Bench hooks for the JAX backend (same names in every backends/<fw>/bench.py).
+
+Modes:
+  suite    what JaxAdapter runs: backends/jax/model.py's embed, jax.jit(checkify(...)) with the
+           token-id check (min/max) inside the compiled kernel and error.get() on the host.
+           This is already JAX's fastest mode with the check on, so it is the one for the bar.
+  nocheck  jax.jit of the bare gather + add (model._lookup), no id check: shows what the
+           check costs. Not eligible for the bar (out-of-range ids would be silently clamped).
+backward: jax.vjp of the lookup, jitted (with checkify in suite); XLA prunes the unused forward.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import checkify
+
+from backends.jax import model
+from conformance.adapter import AdapterConfig
+from conformance.errors import TokenIdOutOfRangeError
+
+MODES = {
+    "suite": "jax.jit(checkify(gather + add)) (the adapter's mode): check inside the kernel",
+    "nocheck": "jax.jit(gather + add), no id check (for the check's cost only)",
+}
+SUITE_MODE = "suite"
+FASTEST_MODE = "suite"
+CHECK = {"suite": "on (checkify min/max in the kernel)", "nocheck": "OFF (comparison only)"}
+
+
+def available(device: str) -> tuple[bool, str]:
+    from backends.jax.adapter import JaxAdapter
+
+    return JaxAdapter.device_available(device)
+
+
+def threads_setting() -> str:
+    return f"XLA CPU thread pool (all cores); devices={[str(d) for d in jax.devices()]}"
+
+
+def device_kernels(nbytes: int, device: str):
+    if device != "gpu":
+        return None
+    n = nbytes // 4 // 768 * 768
+    dev = jax.devices("gpu")[0]
+    src = jax.device_put(jnp.ones((n // 768, 768), jnp.float32), dev)
+    rows = jax.device_put(jax.random.permutation(jax.random.key(0), n // 768), dev)
+    copy, gather = jax.jit(lambda x: -x), jax.jit(lambda x, r: x[r])  # a STREAM-like (negating) copy
+    return (n * 4, lambda: copy(src), lambda: gather(src, rows)), lambda out: out.block_until_ready()
+
+
+def _backward(params, ids, past_length, dh):
+    _, pullback = jax.vjp(lambda p: model._lookup(p, ids, past_length), params)
+    (grads,) = pullback(dh)
+    return grads["wte"], grads["wpe"]
+
+
+def _checked_backward(params, ids, past_length, dh):
+    model._check_token_ids(ids, params["wte"].shape[0])
+    return _backward(params, ids, past_length, dh)
+
+
+_backward_jit = jax.jit(_backward)
+_checked_backward_jit = jax.jit(checkify.checkify(_checked_backward))
+_lookup_jit = jax.jit(model._lookup)
+
+
+class Runner:
+    def __init__(self, wte, wpe, mode: str, device: str):
+        from backends.jax.adapter import JaxAdapter
+
+        self.mode = mode
+        self.adapter = JaxAdapter(AdapterConfig(n_embd=wte.shape[1], device=device))
+        self.adapter.load_tables(wte, wpe)
+        self.params = self.adapter.params
+        self._device = jax.devices(device)[0]
+
+    def put(self, array):
+        return jax.device_put(array, self._device)
+
+    def sync(self, out):
+        return jax.block_until_ready(out)
+
+    def make(self, w, ids, past_length, dh=None, h=None):
+        params = self.params
+        if w.kind == "forward":
+            if self.mode == "suite":
+                return lambda: model.embed(params, ids, past_length)
+            return lambda: _lookup_jit(params, ids, past_length)
+        if w.kind == "backward":
+            if self.mode == "suite":
+                def backward():
+                    error, out = _checked_backward_jit(params, ids, past_length, dh)
+                    if error.get():
+                        raise TokenIdOutOfRangeError(error.get())
+                    return out
+                return backward
+            return lambda: _backward_jit(params, ids, past_length, dh)
+        if w.kind == "logits" and self.mode == "suite":
+            return lambda: model.logits(params, h)
+        return None

@@ -1,0 +1,94 @@
+"""Bench hooks for the NumPy reference (same names in every backends/<fw>/bench.py).
+
+Modes:
+  suite     NumpyAdapter.embed as the suite calls it: check_embed_inputs (a vectorised host
+            range check), np.take(mode="clip") into a fresh array, the position rows added in
+            place. mode="clip" is safe only because the ids were checked just before, and it
+            skips np.take's per-index bounds branch; the in-place add saves a second B*T*d
+            allocation. Exact: the same values as wte[ids] + wpe[...].
+  take-out  the same into a preallocated output (np.take(out=), np.add(out=)): the upper bound
+            for any numpy gather; an adapter that returns fresh arrays cannot reuse the buffer.
+  fancy     wte[ids] + wpe[...] (fancy indexing, two fresh arrays), for comparison.
+numpy runs these on one thread (its gathers are not threaded); the head uses BLAS threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance import gpt2
+from conformance.adapter import AdapterConfig
+from conformance.validation import check_embed_inputs
+
+MODES = {
+    "suite": "NumpyAdapter: host range check, np.take(mode='clip') + in-place add (fresh output)",
+    "take-out": "host range check, np.take(mode='clip', out=) + np.add(out=) into a preallocated buffer",
+    "fancy": "host range check, wte[ids] + wpe[p:p+T] (fancy indexing)",
+}
+SUITE_MODE = "suite"
+FASTEST_MODE = "suite"  # the fastest a fresh-array API allows; take-out shows the ceiling
+CHECK = {m: "on (host min/max before the gather)" for m in MODES}
+
+
+def available(device: str) -> tuple[bool, str]:
+    return (True, "") if device == "cpu" else (False, "numpy has no GPU: the reference runs on the CPU only")
+
+
+def threads_setting() -> str:
+    return "gather: 1 (numpy does not thread it); head: BLAS default"
+
+
+def device_kernels(nbytes: int, device: str):
+    return None  # CPU only: conformance.bench.bandwidth measures it
+
+
+class Runner:
+    def __init__(self, wte: np.ndarray, wpe: np.ndarray, mode: str, device: str):
+        from backends.numpy.adapter import NumpyAdapter
+
+        self.mode = mode
+        self.adapter = NumpyAdapter(AdapterConfig(n_embd=wte.shape[1], device=device))
+        self.adapter.load_tables(wte, wpe)
+        self.wte, self.wpe = self.adapter.wte, self.adapter.wpe
+
+    def put(self, array):
+        return array
+
+    def sync(self, out):
+        return out
+
+    def make(self, w, ids, past_length, dh=None, h=None):
+        """A zero-argument callable for workload w, or None where this mode does not do w."""
+        if w.kind == "forward":
+            if self.mode == "suite":
+                return lambda: self.adapter.embed(ids, past_length)
+            if self.mode == "take-out":
+                out = np.empty((*ids.shape, self.wte.shape[1]), self.wte.dtype)
+                pos = self.wpe[past_length:past_length + ids.shape[1]][None]
+
+                def take_out():
+                    check_embed_inputs(ids, past_length)
+                    np.take(self.wte, ids, axis=0, out=out, mode="clip")
+                    return np.add(out, pos, out=out)
+                return take_out
+            if self.mode == "fancy":
+                def fancy():
+                    check_embed_inputs(ids, past_length)
+                    return self.wte[ids] + self.wpe[past_length:past_length + ids.shape[1]][None]
+                return fancy
+        if self.mode != "suite":
+            return None
+        if w.kind == "backward":
+            d = self.wte.shape[1]
+
+            def backward():
+                check_embed_inputs(ids, past_length)
+                d_wte = np.zeros((gpt2.N_VOCAB, d), np.float32)
+                np.add.at(d_wte, ids.reshape(-1), dh.reshape(-1, d))
+                d_wpe = np.zeros((gpt2.N_CTX, d), np.float32)
+                d_wpe[past_length:past_length + ids.shape[1]] = dh.sum(axis=0)
+                return d_wte, d_wpe
+            return backward
+        if w.kind == "logits":
+            return lambda: self.adapter.logits(h)
+        return None

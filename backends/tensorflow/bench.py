@@ -1,0 +1,166 @@
+"""Bench hooks for the TensorFlow backend (same names in every backends/<fw>/bench.py).
+
+Modes:
+  suite          what TensorFlowAdapter runs: GPT2Embedding.__call__ (host checks, then a
+                 tf.function without XLA whose tf.debugging.Assert on min/max is ordered before
+                 the gather); head: GPT2Embedding.logits, tf.matmul(h, wte, transpose_b=True)
+                 in a tf.function without XLA.
+  xla            the same Assert in a plain tf.function, ordered (control dependency) before a
+                 nested tf.function(jit_compile=True) holding gather + add: the check stays
+                 outside the XLA cluster, so XLA cannot drop it (it drops asserts inside one).
+                 head and backward: tf.function(jit_compile=True).
+  eager          no tf.function: eager min/max check, tf.gather + add; head: the exact line of
+                 openai/gpt-2, tf.matmul(h, wte, transpose_b=True), run eagerly.
+  pretransposed  head only: eager tf.matmul(h, wte_T) with wte_T = transpose(wte) stored once.
+backward: the gradient tape's IndexedSlices for wte are made dense (tf.convert_to_tensor,
+an unsorted_segment_sum into [V, d]) so every backend returns the same dense gradients.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf
+
+from conformance.adapter import AdapterConfig
+
+MODES = {
+    "suite": "tf.function (no XLA) with in-graph Assert (the adapter's mode)",
+    "xla": "Assert in a tf.function, then nested tf.function(jit_compile=True) gather + add",
+    "eager": "eager: min/max check, tf.gather + add; head tf.matmul(transpose_b=True) eagerly",
+    "pretransposed": "head only: eager tf.matmul(h, wte^T stored once)",
+}
+SUITE_MODE = "suite"
+FASTEST_MODE = "xla"
+CHECK = {"suite": "on (in-graph Assert before the gather)",
+         "xla": "on (Assert outside the XLA cluster, control dependency before it)",
+         "eager": "on (eager min/max, host sync)", "pretransposed": "n/a (head only)"}
+
+
+def available(device: str) -> tuple[bool, str]:
+    from backends.tensorflow.adapter import TensorFlowAdapter
+
+    return TensorFlowAdapter.device_available(device)
+
+
+def threads_setting() -> str:
+    intra = tf.config.threading.get_intra_op_parallelism_threads()
+    inter = tf.config.threading.get_inter_op_parallelism_threads()
+    return f"intra_op={intra or 'all cores'} inter_op={inter or 'default'}"
+
+
+def _sync_all():
+    sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
+    if sync:
+        sync()
+
+
+def device_kernels(nbytes: int, device: str):
+    if device != "gpu":
+        return None
+    n = nbytes // 4 // 768 * 768
+    with tf.device("/GPU:0"):
+        src = tf.ones([n // 768, 768])
+        rows = tf.random.shuffle(tf.range(n // 768))
+    copy = tf.function(lambda: tf.negative(src), jit_compile=False)  # a STREAM-like (negating) copy
+    gather = tf.function(lambda: tf.gather(src, rows))
+    return (n * 4, copy, gather), lambda out: _sync_all()
+
+
+def _check(X, n_vocab):
+    in_range = tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < n_vocab)
+    return tf.debugging.Assert(in_range, ["token id outside the wte table"])
+
+
+class Runner:
+    def __init__(self, wte, wpe, mode: str, device: str):
+        from backends.tensorflow.adapter import TensorFlowAdapter
+
+        self.mode = mode
+        self.device = "/GPU:0" if device == "gpu" else "/CPU:0"
+        self.adapter = TensorFlowAdapter(AdapterConfig(n_embd=wte.shape[1], device=device))
+        self.adapter.load_tables(wte, wpe)
+        self.model = self.adapter.model
+        self.wte, self.wpe = self.model.wte, self.model.wpe
+        self.n_vocab = int(self.wte.shape[0])
+
+    def put(self, array):
+        with tf.device(self.device):
+            return tf.constant(array)
+
+    def sync(self, out):
+        if self.device != "/CPU:0":
+            _sync_all()
+        return out
+
+    # -- forward --------------------------------------------------------------------
+    def _xla_forward(self):
+        wte, wpe, n_vocab = self.wte, self.wpe, self.n_vocab
+
+        @tf.function(jit_compile=True)
+        def gather_add(X, past_length):
+            return tf.gather(wte, X) + tf.gather(wpe, past_length + tf.range(tf.shape(X)[1]))
+
+        @tf.function
+        def forward(X, past_length):
+            with tf.control_dependencies([_check(X, n_vocab)]):
+                X = tf.identity(X)
+            return gather_add(X, past_length)
+        return forward
+
+    def _eager_forward(self, X, past_length):
+        if not bool(tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < self.n_vocab)):
+            raise ValueError("token id outside the wte table")
+        return tf.gather(self.wte, X) + tf.gather(self.wpe, past_length + tf.range(tf.shape(X)[1]))
+
+    # -- backward -------------------------------------------------------------------
+    def _backward_fn(self, jit):
+        wte, wpe, n_vocab = self.wte, self.wpe, self.n_vocab
+
+        def backward(X, past_length, dh):
+            with tf.control_dependencies([_check(X, n_vocab)]):
+                X = tf.identity(X)
+            with tf.GradientTape() as tape:
+                h = tf.gather(wte, X) + tf.gather(wpe, past_length + tf.range(tf.shape(X)[1]))
+            d_wte, d_wpe = tape.gradient(h, [wte, wpe], output_gradients=dh)
+            return tf.convert_to_tensor(d_wte), tf.convert_to_tensor(d_wpe)
+        if jit is None:
+            return backward
+        return tf.function(backward, jit_compile=jit)
+
+    # -- head -----------------------------------------------------------------------
+    def _eager_head(self, h):
+        shape = tf.shape(h)
+        logits = tf.matmul(tf.reshape(h, [-1, shape[-1]]), self.wte, transpose_b=True)
+        return tf.reshape(logits, tf.concat([shape[:-1], [self.n_vocab]], 0))
+
+    def make(self, w, ids, past_length, dh=None, h=None):
+        mode = self.mode
+        with tf.device(self.device):
+            past = tf.constant(past_length, tf.int32)
+            if mode == "pretransposed":
+                if w.kind != "logits":
+                    return None
+                wte_t = tf.Variable(tf.transpose(self.wte))
+                B, T, d = h.shape
+                return lambda: tf.reshape(tf.matmul(tf.reshape(h, [-1, d]), wte_t), [B, T, self.n_vocab])
+            if w.kind == "forward":
+                if mode == "suite":
+                    return lambda: self.model(ids, past_length)
+                if mode == "xla":
+                    fwd = self._xla_forward()
+                    return lambda: fwd(ids, past)
+                return lambda: self._eager_forward(ids, past)
+            if w.kind == "backward":
+                fn = self._backward_fn({"suite": False, "xla": True, "eager": None}[mode])
+                return lambda: fn(ids, past, dh)
+            if w.kind == "logits":
+                if mode == "suite":
+                    return lambda: self.model.logits(h)
+                if mode == "xla":
+                    head = tf.function(self._eager_head, jit_compile=True)
+                    return lambda: head(h)
+                return lambda: self._eager_head(h)
+        return None

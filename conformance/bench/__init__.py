@@ -1,0 +1,14 @@
+"""`gpt2-conformance bench`: cross-framework timings of the embedding forward (gather + add),
+its backward (scatter-add into wte's and wpe's gradients) and the tied logits (h @ wte^T),
+each against this machine's memory bandwidth measured in the same process.
+
+    bandwidth.py  STREAM-like copy and a row gather of the same bytes (numpy; on a GPU the
+                  backend's own device copy)
+    workloads.py  what is timed, at which shapes, and the bytes each one moves
+    timing.py     first call (trace/compile) apart from steady state; median, IQR, min/max;
+                  threads used (process CPU time / wall time)
+    child.py      one backend in one process: runs its backends/<fw>/bench.py hooks
+    outputs.py    console table, pytest-benchmark JSON, Markdown, PNG
+    compare.py    --compare BASELINE.json --fail-above PCT
+    command.py    the `bench` subcommand
+"""

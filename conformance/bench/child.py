@@ -1,0 +1,116 @@
+"""One backend, one process: `python -m conformance.bench.child REQUEST.json RESULT.json`.
+
+Imports only that backend's framework, measures the memory bandwidth here (numpy on the CPU,
+the backend's device kernels on a GPU), then times every (mode, workload) through
+backends/<name>/bench.py and writes one JSON result. A workload that raises is recorded with
+its error; the others still run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from conformance import gpt2
+from conformance.bench import bandwidth, timing, workloads
+
+
+def _hooks(backend: str):
+    return importlib.import_module(f"backends.{backend}.bench")
+
+
+def _tables(d: int):
+    rng = np.random.default_rng(d)
+    wte = (rng.standard_normal((gpt2.N_VOCAB, d), np.float32) * np.float32(gpt2.WTE_INIT_STD))
+    wpe = (rng.standard_normal((gpt2.N_CTX, d), np.float32) * np.float32(gpt2.WPE_INIT_STD))
+    return wte, wpe
+
+
+def _inputs(w: workloads.Workload):
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, gpt2.N_VOCAB, (w.batch, w.seq), dtype=np.int32)
+    dh = rng.standard_normal((w.batch, w.seq, w.n_embd), np.float32) if w.kind == "backward" else None
+    h = rng.standard_normal((w.batch, w.seq, w.n_embd), np.float32) if w.kind == "logits" else None
+    return ids, dh, h
+
+
+def run(request: dict) -> dict:
+    backend, device = request["backend"], request["device"]
+    quick = request.get("quick", False)
+    t_import = time.perf_counter()
+    hooks = _hooks(backend)
+    import_s = time.perf_counter() - t_import
+    ok, why = hooks.available(device)
+    result = {"backend": backend, "device": device, "import_s": import_s, "records": [], "skipped": None,
+              "modes": hooks.MODES, "suite_mode": hooks.SUITE_MODE, "fastest_mode": hooks.FASTEST_MODE,
+              "check": hooks.CHECK, "cores": timing.cores()}
+    if not ok:
+        result["skipped"] = why
+        return result
+    result["threads_setting"] = hooks.threads_setting()
+    nbytes = request.get("bandwidth_bytes", bandwidth.DEFAULT_BYTES)
+    kernels = hooks.device_kernels(nbytes, device)
+    if kernels is not None:
+        (nb, copy, gather), sync = kernels
+        result["bandwidth"] = bandwidth.measure(nb, kernels=lambda _: (nb, copy, gather), sync=sync)
+    else:
+        result["bandwidth"] = bandwidth.measure(nbytes)
+    plan = [workloads.Workload(**w) for w in request["workloads"]]
+    modes = request.get("modes") or list(hooks.MODES)
+    limits = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
+                  max_time=request.get("max_time", 2.0), warmup=request.get("warmup", 2))
+    tables = {}
+    for d in sorted({w.n_embd for w in plan}):
+        tables = {d: _tables(d)}  # one size in memory at a time
+        wte, wpe = tables[d]
+        for mode in modes:
+            if mode not in hooks.MODES:
+                continue
+            try:
+                t0 = time.perf_counter()
+                runner = hooks.Runner(wte, wpe, mode, device)
+                setup_s = time.perf_counter() - t0
+            except Exception as exc:  # noqa: BLE001 - recorded, the other modes still run
+                result["records"].append({"mode": mode, "n_embd": d, "error": f"setup: {exc!r}"})
+                continue
+            for w in (w for w in plan if w.n_embd == d):
+                ids, dh, h = _inputs(w)
+                rec = {"mode": mode, "workload": w.as_dict(), "setup_s": setup_s}
+                try:
+                    call = runner.make(w, runner.put(ids), w.past_length,
+                                       dh=None if dh is None else runner.put(dh), h=None if h is None else runner.put(h))
+                    if call is None:
+                        continue
+                    lim = dict(limits)
+                    if w.kind == "logits" and w.phase == "prefill":
+                        lim.update(min_rounds=3, warmup=1)
+                    t = timing.measure(call, runner.sync, **lim)
+                    rec.update(first_call_s=t.first_call_s, samples=t.samples, cpu_ratio=t.cpu_ratio,
+                               stats=t.stats())
+                except Exception as exc:  # noqa: BLE001
+                    rec["error"] = f"{type(exc).__name__}: {exc}"[:500]
+                    rec["traceback"] = traceback.format_exc()[-2000:]
+                result["records"].append(rec)
+                print(f"  {backend:10s} {mode:13s} {w.name:16s} {w.shape_id:22s} "
+                      + (f"median {t.median * 1e3:9.3f} ms" if "stats" in rec else rec.get("error", "")), flush=True)
+            del runner
+    return result
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0]) as f:
+        request = json.load(f)
+    result = run(request)
+    with open(argv[1], "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""`gpt2-conformance bench [--quick] [--device cpu|gpu] [--backend NAME ...] [--out-dir DIR]
+[--compare BASELINE.json --fail-above PCT]`.
+
+Each backend runs in its own child process (conformance/bench/child.py: one framework per
+process, as the runner does), measures the memory bandwidth there, and times its
+backends/<fw>/bench.py hooks. The parent writes the console table, pytest-benchmark JSON,
+Markdown and PNG, then applies the regression gate.
+
+Exit codes: 0 done (and no regression); 1 a regression above --fail-above, or a backend's
+child failed; 2 bad command line.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from conformance.bench import compare as compare_mod
+from conformance.bench import outputs, timing, workloads
+
+BUILTIN = ("numpy", "torch", "tensorflow", "jax")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="time the embedding forward/backward and the tied logits on every "
+                                            "installed backend against the measured memory bandwidth")
+    p.add_argument("--backend", action="append", choices=BUILTIN,
+                   help="backend to time (repeatable; default: every installed built-in backend)")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--quick", action="store_true", help="the bar shape and one of each other workload, few rounds, "
+                                                        "no time-to-verdict (under 3 minutes on 2 cores)")
+    p.add_argument("--mode", action="append", dest="modes", help="only this mode (repeatable; default: all)")
+    p.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")),
+                   help="n_embd values for the prefill shapes, comma-separated (default: 768,1024,1280,1600)")
+    p.add_argument("--workload", action="append", dest="workloads",
+                   choices=("forward_prefill", "forward_decode", "backward_prefill", "backward_decode",
+                            "logits_prefill", "logits_decode"),
+                   help="only this workload (repeatable; default: all)")
+    p.add_argument("--verdict", action=argparse_bool(), default=None,
+                   help="also time the conformance run per backend (default: on, off with --quick)")
+    p.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md, bench.png go")
+    p.add_argument("--compare", metavar="BASELINE.json", help="pytest-benchmark JSON to compare medians with")
+    p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT",
+                   help="with --compare: exit 1 if a median regressed by more than PCT percent (default 10)")
+    p.add_argument("--max-time", type=float, help="seconds of steady-state rounds per workload")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per backend process")
+
+
+def argparse_bool():
+    import argparse
+
+    return argparse.BooleanOptionalAction
+
+
+def installed(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def _request(args, backend: str) -> dict:
+    plan = [w for w in workloads.plan(args.quick, args.sizes) if not args.workloads or w.name in args.workloads]
+    return {"backend": backend, "device": args.device, "quick": args.quick,
+            "workloads": [w.as_dict() for w in plan], "modes": args.modes,
+            "bandwidth_bytes": (256 << 20) if args.quick else (512 << 20),
+            "min_rounds": 3 if args.quick else 7, "max_rounds": 15 if args.quick else 60,
+            "max_time": args.max_time if args.max_time is not None else (0.6 if args.quick else 1.0),
+            "warmup": 1 if args.quick else 3}
+
+
+def run_child(request: dict, log_dir: str, timeout: float) -> dict:
+    """The backend's child process; its result, or {"error": ...} if it died or hung."""
+    backend = request["backend"]
+    with tempfile.TemporaryDirectory(prefix="gpt2c-bench-") as tmp:
+        req_path, res_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
+        with open(req_path, "w") as f:
+            json.dump(request, f)
+        log_path = os.path.join(log_dir, f"bench-{backend}.log")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
+        with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
+            try:
+                child = subprocess.run([sys.executable, "-m", "conformance.bench.child", req_path, res_path],
+                                       stderr=log, env=env, timeout=timeout, cwd=REPO_ROOT)
+                code = child.returncode
+            except subprocess.TimeoutExpired:
+                code = "timeout"
+        if code == 0 and os.path.exists(res_path):
+            with open(res_path) as f:
+                return json.load(f)
+    with open(log_path, errors="replace") as f:
+        tail = f.read()[-1500:]
+    return {"backend": backend, "device": request["device"], "records": [],
+            "error": f"child exited with {code} (log {log_path}): {tail.strip()[-400:]}"}
+
+
+def time_to_verdict(backend: str, device: str) -> dict:
+    from conformance import runner
+
+    start = time.perf_counter()
+    try:
+        result = runner.run_backend(backend, device)
+    except Exception as exc:  # noqa: BLE001
+        return {"backend": backend, "device": device, "seconds": time.perf_counter() - start, "error": repr(exc)}
+    seconds = time.perf_counter() - start
+    counts = ", ".join(f"{n} {status}" for status, n in result.by_status().items() if n)
+    summary = f"exit {result.exit_code}: {counts}" + (f"; error {result.error[:80]}" if result.error else "")
+    return {"backend": backend, "device": device, "seconds": seconds, "summary": summary}
+
+
+def run(args) -> int:
+    if args.fail_above is not None and args.fail_above < 0:
+        print("gpt2-conformance bench: error: --fail-above must be >= 0", file=sys.stderr)
+        return 2
+    if args.compare and not os.path.exists(args.compare):
+        print(f"gpt2-conformance bench: error: no baseline {args.compare}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    names = args.backend or [b for b in BUILTIN if installed(b)]
+    os.makedirs(args.out_dir, exist_ok=True)
+    print(f"gpt2-conformance bench: {', '.join(names)} on {args.device}"
+          f"{' (quick)' if args.quick else ''}; {timing.cores()} cores", flush=True)
+    results = []
+    for name in names:
+        if not installed(name):
+            results.append({"backend": name, "device": args.device, "records": [],
+                            "skipped": f"{name} is not installed"})
+            continue
+        results.append(run_child(_request(args, name), args.out_dir, args.timeout))
+        if results[-1].get("skipped"):
+            print(f"  {name:10s} skipped: {results[-1]['skipped']}", flush=True)
+    verdict = args.verdict if args.verdict is not None else not args.quick
+    verdicts = []
+    if verdict:
+        for res in results:
+            if res.get("skipped") or res.get("error"):
+                continue
+            print(f"  {res['backend']:10s} time to verdict (conformance run) ...", flush=True)
+            verdicts.append(time_to_verdict(res["backend"], args.device))
+    rows = outputs.rows(results) + outputs.verdict_rows(verdicts)
+    meta = {"device": args.device, "quick": args.quick, "cores": timing.cores(), "root": REPO_ROOT,
+            "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start}
+    print("\n" + outputs.console(results, rows), flush=True)
+    meta["wall_s"] = time.perf_counter() - start
+    paths = outputs.write_all(results, rows, meta, args.out_dir)
+    for kind, path in paths.items():
+        print(f"wrote {path}")
+    if "png" not in paths:
+        print("bench: no PNG: matplotlib is not installed (pip install 'gpt2-conformance[bench]')")
+    code = 1 if any(r.get("error") for r in results) else 0
+    if args.compare:
+        with open(paths["json"]) as f:
+            current = compare_mod.medians(json.load(f))
+        regressions, changes, missing, new = compare_mod.compare(compare_mod.load(args.compare), current,
+                                                                 args.fail_above)
+        print(compare_mod.report(regressions, changes, missing, new, args.fail_above))
+        if regressions:
+            code = 1
+    print(f"bench: {time.perf_counter() - start:.0f} s")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m conformance.bench.command [options]` (the same as the subcommand)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="gpt2-conformance")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return run(parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
