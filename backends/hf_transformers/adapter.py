@@ -31,7 +31,6 @@ tensor size: torch rejects negative and fractional sizes but reads True as 1.
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 import torch
@@ -40,10 +39,10 @@ import transformers
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 from transformers import initialization as hf_init
 
+from backends.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
+from conformance.adapter import AdapterConfig, Capabilities
 
-_TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 WAIVERS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waivers.toml")
 
@@ -52,32 +51,20 @@ class _Stop(Exception):
     """Raised by the block-0 pre-hook to end the forward once h is recorded."""
 
 
-def _from_numpy(array: np.ndarray) -> torch.Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
-
-
-def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        t = t.to(torch.float32)  # numpy has no bfloat16; the upcast is exact
-    return t.to("cpu").numpy().copy()
-
-
 def gpt2_config(n_embd: int) -> GPT2Config:
     """GPT-2's hyperparameters at width n_embd; one block (the embedding does not care)."""
     return GPT2Config(vocab_size=gpt2.N_VOCAB, n_positions=gpt2.N_CTX, n_embd=n_embd, n_layer=1,
                       n_head=_N_HEAD.get(n_embd, 1), tie_word_embeddings=True)
 
 
-class HFTransformersAdapter(Adapter):
+class HFTransformersAdapter(TorchBlackBoxAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(_TORCH_DTYPES), devices=("cpu",), gradients=True,
+        dtypes=tuple(TORCH_DTYPES), devices=("cpu",), gradients=True,
         black_box="h = GPT2Model hidden_states[0] (input of block 0, eval mode); offset from a "
                   "DynamicCache holding past_length entries; logits = lm_head(h)")
     WAIVERS = WAIVERS_PATH
     FULL_FORWARD = False  # True: run every block and read output.hidden_states[0]
+    PARAMETER_PREFIXES = ("transformer.wte.", "transformer.wpe.", "lm_head.")
 
     @classmethod
     def implementation(cls) -> str:
@@ -85,11 +72,11 @@ class HFTransformersAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        if config.dtype not in _TORCH_DTYPES:
-            raise ValueError(f"HFTransformersAdapter: dtype {config.dtype!r} is not one of {tuple(_TORCH_DTYPES)}")
+        if config.dtype not in TORCH_DTYPES:
+            raise ValueError(f"HFTransformersAdapter: dtype {config.dtype!r} is not one of {tuple(TORCH_DTYPES)}")
         if config.device != "cpu":
             raise ValueError(f"HFTransformersAdapter: device {config.device!r}: only cpu is claimed")
-        self.dtype = _TORCH_DTYPES[config.dtype]
+        self.dtype = TORCH_DTYPES[config.dtype]
         self.hf_config = gpt2_config(config.n_embd)
         # The tables are set by load_tables or init_tables, which always come next, so skip the
         # 39M-value random init here (transformers' own no_init_weights, as from_pretrained
@@ -111,27 +98,17 @@ class HFTransformersAdapter(Adapter):
             raise _Stop
 
     # -- tables -------------------------------------------------------------------
-    @torch.no_grad()
-    def load_tables(self, wte, wpe):
-        self.model.transformer.wte.weight.copy_(_from_numpy(wte))
-        self.model.transformer.wpe.weight.copy_(_from_numpy(wpe))
-
-    def tables(self):
-        return _to_numpy(self.model.transformer.wte.weight), _to_numpy(self.model.transformer.wpe.weight)
+    def _table_parameters(self):
+        return self.model.transformer.wte.weight, self.model.transformer.wpe.weight
 
     def init_tables(self, seed):
         torch.manual_seed(seed)
         self._set_model(GPT2LMHeadModel(self.hf_config))  # post_init -> _init_weights, tie_weights
 
-    @torch.no_grad()
-    def assign_wte_row(self, index, values):
-        self.model.transformer.wte.weight[index] = _from_numpy(np.asarray(values, np.float32))
-
-    def parameters(self):
-        keep = ("transformer.wte.", "transformer.wpe.", "lm_head.")
-        return {n: tuple(p.shape) for n, p in self.model.named_parameters() if n.startswith(keep)}
-
     # -- forward ------------------------------------------------------------------
+    def _head(self, h):
+        return self.model.lm_head(h)
+
     def _cache(self, batch: int, past_length) -> DynamicCache:
         """A real DynamicCache whose one layer holds past_length (zero) key/value entries."""
         cfg = self.hf_config
@@ -146,7 +123,7 @@ class HFTransformersAdapter(Adapter):
         return cache
 
     def _h(self, ids, past_length) -> torch.Tensor:
-        input_ids = _from_numpy(ids) if isinstance(ids, np.ndarray) else ids
+        input_ids = from_numpy(ids) if isinstance(ids, np.ndarray) else ids
         cache = self._cache(input_ids.shape[0], past_length) if past_length else None
         self._captured = None
         try:
@@ -157,24 +134,3 @@ class HFTransformersAdapter(Adapter):
         if out.hidden_states is not None:
             return out.hidden_states[0]
         return self._captured
-
-    @torch.no_grad()
-    def embed(self, ids, past_length=0):
-        return _to_numpy(self._h(ids, past_length))
-
-    @torch.no_grad()
-    def logits(self, h_final):
-        # a bfloat16 adapter gets float32 arrays holding bfloat16 values (numpy has no
-        # bfloat16): hand the head the model's dtype, as the model's own h would be
-        h = _from_numpy(np.ascontiguousarray(h_final)).to(self.dtype)
-        return _to_numpy(self.model.lm_head(h))
-
-    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        params = [self.model.transformer.wte.weight, self.model.transformer.wpe.weight]
-        cot_h = _from_numpy(np.ascontiguousarray(cotangent_h)).to(self.dtype)
-        cot_l = _from_numpy(np.ascontiguousarray(cotangent_logits)).to(self.dtype)
-        with torch.enable_grad():
-            h = self._h(ids, past_length)
-            logits = self.model.lm_head(h)
-            d_wte, d_wpe = torch.autograd.grad([h, logits], params, grad_outputs=[cot_h, cot_l])
-        return tuple(d.detach().to(torch.float32).numpy() for d in (d_wte, d_wpe))

@@ -53,26 +53,13 @@ import torch
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
 
+from backends.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
+from conformance.adapter import AdapterConfig, Capabilities
 
-_TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 _CONSTRUCTION_SEED = 0  # the head's W_U (not set by load_tables) is the same in every adapter
 WAIVERS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waivers.toml")
-
-
-def _from_numpy(array: np.ndarray) -> torch.Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
-
-
-def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        t = t.to(torch.float32)  # numpy has no bfloat16; the upcast is exact
-    return t.to("cpu").numpy().copy()
 
 
 def tl_config(n_embd: int, dtype: torch.dtype = torch.float32) -> HookedTransformerConfig:
@@ -94,14 +81,15 @@ def _build(cfg: HookedTransformerConfig) -> HookedTransformer:
         return HookedTransformer(cfg)
 
 
-class TransformerLensAdapter(Adapter):
+class TransformerLensAdapter(TorchBlackBoxAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(_TORCH_DTYPES), devices=("cpu",), gradients=True,
+        dtypes=tuple(TORCH_DTYPES), devices=("cpu",), gradients=True,
         black_box="h = the residual stream entering block 0 (blocks.0.hook_resid_pre), via "
                   "HookedTransformer.forward(stop_at_layer=0); offset from a "
                   "TransformerLensKeyValueCache holding past_length entries; logits = unembed(h)")
     WAIVERS = WAIVERS_PATH
     FULL_FORWARD = False  # True: run every block (run_with_cache) and read blocks.0.hook_resid_pre
+    PARAMETER_PREFIXES = ("embed.", "pos_embed.", "unembed.")
 
     @classmethod
     def implementation(cls) -> str:
@@ -111,7 +99,7 @@ class TransformerLensAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        self.dtype = self.framework_dtype(_TORCH_DTYPES)
+        self.dtype = self.framework_dtype(TORCH_DTYPES)
         self.tl_config = tl_config(config.n_embd, self.dtype)
         # the tables are set by load_tables or init_tables, which always come next; the head's
         # W_U is not (it is not tied), so build with a fixed seed to keep it reproducible
@@ -120,27 +108,17 @@ class TransformerLensAdapter(Adapter):
             self.model = _build(self.tl_config).eval()
 
     # -- tables -------------------------------------------------------------------
-    @torch.no_grad()
-    def load_tables(self, wte, wpe):
-        self.model.embed.W_E.copy_(_from_numpy(wte))
-        self.model.pos_embed.W_pos.copy_(_from_numpy(wpe))
-
-    def tables(self):
-        return _to_numpy(self.model.embed.W_E), _to_numpy(self.model.pos_embed.W_pos)
+    def _table_parameters(self):
+        return self.model.embed.W_E, self.model.pos_embed.W_pos
 
     def init_tables(self, seed):
         torch.manual_seed(seed)
         self.model = _build(self.tl_config).eval()  # init_weights -> _init_weights_gpt2
 
-    @torch.no_grad()
-    def assign_wte_row(self, index, values):
-        self.model.embed.W_E[index] = _from_numpy(np.asarray(values, np.float32))
-
-    def parameters(self):
-        keep = ("embed.", "pos_embed.", "unembed.")
-        return {n: tuple(p.shape) for n, p in self.model.named_parameters() if n.startswith(keep)}
-
     # -- forward ------------------------------------------------------------------
+    def _head(self, h):
+        return self.model.unembed(h)
+
     def _cache(self, batch: int, past_length) -> TransformerLensKeyValueCache:
         """A real TransformerLensKeyValueCache as after a prefill of past_length tokens: every
         layer holds past_length (zero) keys/values, the attention mask so far is all ones."""
@@ -154,7 +132,7 @@ class TransformerLensAdapter(Adapter):
         return cache
 
     def _h(self, ids, past_length) -> torch.Tensor:
-        tokens = _from_numpy(ids) if isinstance(ids, np.ndarray) else ids
+        tokens = from_numpy(ids) if isinstance(ids, np.ndarray) else ids
         kwargs = {}
         if past_length:
             kwargs["past_kv_cache"] = self._cache(tokens.shape[0], past_length)
@@ -165,25 +143,3 @@ class TransformerLensAdapter(Adapter):
                                                  names_filter="blocks.0.hook_resid_pre", **kwargs)
             return cache["blocks.0.hook_resid_pre"]
         return self.model(tokens, stop_at_layer=0, **kwargs)
-
-    @torch.no_grad()
-    def embed(self, ids, past_length=0):
-        return _to_numpy(self._h(ids, past_length))
-
-    @torch.no_grad()
-    def logits(self, h_final):
-        # a bfloat16 adapter gets float32 arrays holding bfloat16 values (numpy has no
-        # bfloat16): hand the head the model's dtype, as the model's own h would be
-        h = _from_numpy(np.ascontiguousarray(h_final)).to(self.dtype)
-        return _to_numpy(self.model.unembed(h))
-
-    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        params = [self.model.embed.W_E, self.model.pos_embed.W_pos]
-        cot_h = _from_numpy(np.ascontiguousarray(cotangent_h)).to(self.dtype)
-        cot_l = _from_numpy(np.ascontiguousarray(cotangent_logits)).to(self.dtype)
-        with torch.enable_grad():
-            h = self._h(ids, past_length)
-            logits = self.model.unembed(h)
-            d_wte, d_wpe = torch.autograd.grad([h, logits], params, grad_outputs=[cot_h, cot_l])
-        return tuple(d.detach().to(torch.float32).numpy() for d in (d_wte, d_wpe))
-
