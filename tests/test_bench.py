@@ -42,7 +42,40 @@ def test_plan_covers_the_issue_shapes():
     decode = [w for w in full if w.kind == "forward" and w.phase == "decode"]
     assert {w.batch for w in decode} == {1, 4, 16, 64} and all(w.seq == 1 and w.past_length > 0 for w in decode)
     assert {w.kind for w in full} == set(wl.KINDS)
-    assert any(w.is_bar_shape for w in wl.plan(quick=True))
+    for plan in (full, wl.plan(quick=True)):
+        assert sum(w.is_bar_shape for w in plan) == 1 and sum(w.is_cold_bar_shape for w in plan) == 1
+    cold = wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold")
+    assert cold.shape_id == "B8-T1024-d768-cold" and not cold.is_bar_shape  # the bar is judged warm
+
+
+# -- cache state and timing -------------------------------------------------------------
+def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
+    from conformance.bench import cache
+
+    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "64K"),
+                                                 (2, "Unified", "2048K"), (3, "Unified", "480M")]):
+        d = tmp_path / f"index{index}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert cache.llc_bytes(str(tmp_path)) == 480 << 20
+    assert cache.llc_bytes(str(tmp_path / "missing")) is None
+    assert cache.flush_bytes(480 << 20) == 960 << 20
+    assert cache.flush_bytes(8 << 20) == cache.FLUSH_MIN_BYTES and cache.flush_bytes(4 << 30) == cache.FLUSH_MAX_BYTES
+    assert cache.flush_bytes(None) == 512 << 20
+
+
+def test_before_hook_runs_every_round_outside_the_timed_call():
+    import time
+
+    from conformance.bench import timing
+
+    flushes = []
+    t = timing.measure(lambda: None, before=lambda: (flushes.append(1), time.sleep(0.02)),
+                       min_rounds=5, max_rounds=5, max_time=0, warmup=1)
+    assert len(flushes) == len(t.samples) == 5
+    assert t.median < 0.005, f"median={t.median * 1e3:.1f} ms, but the 20 ms before() must not be timed"
 
 
 def test_modes_are_read_without_importing_the_framework():
@@ -82,6 +115,23 @@ def test_pct_of_limit_and_bar():
     assert verdict["torch"]["meets"] is False and verdict["best"]["meets"] is False
     verdict = outputs.bar(outputs.rows([_result("jax", median=75_497_472 / 18e9 / 0.9)]))
     assert verdict["jax"]["meets"] and verdict["best"]["meets"]
+
+
+def test_cold_rows_stay_out_of_the_bar_and_are_reported_beside_it():
+    res = _result("torch", median=75_497_472 / 18e9 / 0.9)
+    cold = dict(res["records"][0], workload=wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold").as_dict())
+    cold["stats"] = dict(cold["stats"], median=75_497_472 / 18e9 / 0.3)  # 30% of the limit, cold
+    res["records"] = [cold]
+    res["cache"] = {"llc_bytes": 480 << 20, "flush": "read 960 MiB before each timed call",
+                    "cold_copy": {"B8-T1024-d768-cold": {"bytes": 25165824, "gbps": 10.8, "gbps_min": 9.0,
+                                                         "gbps_max": 12.0}}}
+    rows = outputs.rows([res])
+    assert outputs.bar(rows) == {}  # a cold row never decides the bar
+    c = outputs.cold_bar([res], rows)["torch"]
+    assert c["pct"] == pytest.approx(30.0) and c["pct_of_cold_copy"] == pytest.approx(100 * 5.4 / 10.8)
+    text = outputs.console([res], rows)
+    assert "torch: suite" in text and "50% of a cold copy of h's bytes (10.8 GB/s)" in text
+    assert "LLC 480 MiB" in text and "cold copy of 24 MiB 10.8 GB/s" in text
 
 
 def test_json_loads_with_pytest_benchmarks_own_loader(tmp_path):
@@ -218,3 +268,55 @@ def test_fastest_mode_keeps_the_bounds_check(backend):
     for bad in ([[1, 50257]], [[-1, 2]]):
         with pytest.raises(Exception, match="outside the wte table"):
             r.sync(r.make(w, r.put(np.array(bad, np.int32)), 3)())
+
+
+def test_other_load_subtracts_the_bench_own_cpu_time(monkeypatch):
+    from conformance.bench import timing
+
+    clock = {"busy": 100.0, "own": 10.0, "wall": 50.0}
+    monkeypatch.setattr(timing, "_system_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setattr(timing, "_own_cpu_seconds", lambda: clock["own"])
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock["wall"])
+    load = timing.OtherLoad()
+    clock.update(busy=100.0 + 30.0, own=10.0 + 20.0, wall=50.0 + 10.0)  # 30 s busy in 10 s, 20 of them ours
+    assert load.cores() == pytest.approx(1.0)
+    monkeypatch.setattr(timing, "_system_busy_seconds", lambda: None)
+    assert load.cores() is None
+
+
+def test_a_busy_machine_is_named_in_the_outputs():
+    assert "shared" not in outputs.load_line({"other_load_cores": 0.05, "cores": 2})
+    busy = outputs.load_line({"other_load_cores": 1.02, "cores": 2})
+    assert "1.02 of 2 cores" in busy and "rerun on an idle machine" in busy
+    assert "not measured" in outputs.load_line({"other_load_cores": None})
+    text = outputs.markdown([_result()], outputs.rows([_result()]), {"other_load_cores": 1.02, "cores": 2})
+    assert "rerun on an idle machine" in text.splitlines()[2]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page-fault counts and glibc's malloc are Linux's")
+def test_faults_per_call_tells_a_fresh_output_from_a_reused_one():
+    from conformance.bench import timing
+
+    buffer = np.empty(64 << 18, np.float32)  # 64 MiB, above glibc's largest mmap threshold
+    reused = timing.measure(lambda: buffer.fill(1.0), min_rounds=3, max_rounds=3, max_time=0, warmup=1)
+    fresh = timing.measure(lambda: np.ones(64 << 18, np.float32), min_rounds=3, max_rounds=3, max_time=0, warmup=1)
+    # 64 MiB is 32 huge pages or 16384 small ones: either way far above a reused buffer's 0
+    assert reused.faults_per_call < 2 <= 16 <= fresh.faults_per_call, (reused.faults_per_call, fresh.faults_per_call)
+
+
+def test_malloc_retain_reaches_the_backend_process(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run(cmd, stderr, env, timeout, cwd):
+        seen.update(env)
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(command.subprocess, "run", fake_run)
+    request = dict(_request("numpy"), malloc="retain")
+    result = command.run_child(request, str(tmp_path), timeout=1)
+    assert "timeout" in result["error"]
+    assert seen["MALLOC_MMAP_THRESHOLD_"] == str(4 << 30) and seen["MALLOC_TRIM_THRESHOLD_"] == str(64 << 30)
+    seen.clear()
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    command.run_child(dict(request, malloc="default"), str(tmp_path), timeout=1)
+    assert "MALLOC_MMAP_THRESHOLD_" not in seen and seen["PYTHONUNBUFFERED"] == "1"

@@ -12,6 +12,10 @@ can still run above 100% of a DRAM copy of 512 MiB.
 
 On a GPU the same two kernels run on the device through the backend's bench hooks
 (bench.device_kernels), so the limit is the device's memory bandwidth.
+
+cold_copy: a copy of a workload's own output bytes with the caches emptied before each one
+(conformance/bench/cache.py): what a copy of that size reaches from a cold start, the
+reference a cold-cache workload is read against besides the limit.
 """
 
 from __future__ import annotations
@@ -80,3 +84,15 @@ def measure(nbytes: int = DEFAULT_BYTES, rounds: int = 7, kernels=None, sync=lam
         else:
             out["limit_from"] = "copy on one thread"
     return out
+
+
+def cold_copy(nbytes: int, flush, rounds: int = 7) -> dict:
+    """{"bytes", "gbps", "gbps_min", "gbps_max"}: np.copyto of nbytes (read + write counted,
+    as above) on one thread, flush() before each copy and outside its time."""
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.ones_like(src)  # written once: its pages exist before the first timed copy
+    t = timing.measure(lambda: np.copyto(dst, src), min_rounds=rounds, max_rounds=rounds, max_time=0, warmup=1,
+                       before=flush)
+    moved = 2 * src.nbytes
+    return {"bytes": src.nbytes, "gbps": moved / t.median / 1e9, "gbps_min": moved / max(t.samples) / 1e9,
+            "gbps_max": moved / min(t.samples) / 1e9}

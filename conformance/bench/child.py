@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 
 from conformance import gpt2
-from conformance.bench import bandwidth, timing, workloads
+from conformance.bench import bandwidth, cache, timing, workloads
 
 
 def _hooks(backend: str):
@@ -55,12 +55,22 @@ def run(request: dict) -> dict:
     result["threads_setting"] = hooks.threads_setting()
     nbytes = request.get("bandwidth_bytes", bandwidth.DEFAULT_BYTES)
     kernels = hooks.device_kernels(nbytes, device)
+    plan = [workloads.Workload(**w) for w in request["workloads"]]
+    flush = None
     if kernels is not None:
         (nb, copy, gather), sync = kernels
         result["bandwidth"] = bandwidth.measure(nb, kernels=lambda _: (nb, copy, gather), sync=sync)
+        if any(w.cache == "cold" for w in plan):
+            flush = lambda: sync(copy())  # noqa: E731 - a device copy of nb bytes evicts the L2
+            result["cache"] = {"llc_bytes": None, "flush": f"device copy of {nb / 2**20:.0f} MiB before each timed call"}
     else:
         result["bandwidth"] = bandwidth.measure(nbytes)
-    plan = [workloads.Workload(**w) for w in request["workloads"]]
+        if any(w.cache == "cold" for w in plan):
+            flush = cache.HostFlusher()
+            result["cache"] = {"llc_bytes": cache.llc_bytes(), "flush": flush.describe(), "cold_copy": {}}
+            for w in {w for w in plan if w.cache == "cold"}:  # a copy of h's bytes ([B, T, d]), cold
+                h_bytes = w.batch * w.seq * w.n_embd * workloads.ITEMSIZE[w.dtype]
+                result["cache"]["cold_copy"][w.shape_id] = bandwidth.cold_copy(h_bytes, flush)
     modes = request.get("modes") or list(hooks.MODES)
     limits = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
                   max_time=request.get("max_time", 2.0), warmup=request.get("warmup", 2))
@@ -89,9 +99,9 @@ def run(request: dict) -> dict:
                     lim = dict(limits)
                     if w.kind == "logits" and w.phase == "prefill":
                         lim.update(min_rounds=3, warmup=1)
-                    t = timing.measure(call, runner.sync, **lim)
+                    t = timing.measure(call, runner.sync, **lim, before=flush if w.cache == "cold" else None)
                     rec.update(first_call_s=t.first_call_s, samples=t.samples, cpu_ratio=t.cpu_ratio,
-                               stats=t.stats())
+                               faults_per_call=t.faults_per_call, stats=t.stats())
                 except Exception as exc:  # noqa: BLE001
                     rec["error"] = f"{type(exc).__name__}: {exc}"[:500]
                     rec["traceback"] = traceback.format_exc()[-2000:]

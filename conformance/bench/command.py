@@ -1,9 +1,10 @@
 """`gpt2-conformance bench [--quick] [--device cpu|gpu] [--backend NAME ...] [--out-dir DIR]
-[--compare BASELINE.json --fail-above PCT]`.
+[--malloc default|retain] [--compare BASELINE.json --fail-above PCT]`.
 
 Each backend runs in its own child process (conformance/bench/child.py: one framework per
 process, as the runner does), measures the memory bandwidth there, and times its
-backends/<fw>/bench.py hooks. The parent writes the console table, pytest-benchmark JSON,
+backends/<fw>/bench.py hooks, warm and (at the bar shape) cold. The parent measures how busy
+other processes kept the machine meanwhile, writes the console table, pytest-benchmark JSON,
 Markdown and PNG, then applies the regression gate.
 
 Exit codes: 0 done (and no regression); 1 a regression above --fail-above, or a backend's
@@ -25,6 +26,11 @@ from conformance.bench import compare as compare_mod
 from conformance.bench import outputs, timing, workloads
 
 BUILTIN = ("numpy", "torch", "tensorflow", "jax")
+# glibc serves blocks of >= 32 MiB (its largest dynamic mmap threshold) with mmap and unmaps
+# them on free, so a framework that returns a fresh 32 MiB output per call page-faults all of
+# it every call: d >= 1024 at B=8, T=1024 in float32. Fixed thresholds keep freed blocks in the
+# heap. Other C libraries ignore these variables.
+MALLOC_ENV = {"default": {}, "retain": {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -49,6 +55,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--compare", metavar="BASELINE.json", help="pytest-benchmark JSON to compare medians with")
     p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT",
                    help="with --compare: exit 1 if a median regressed by more than PCT percent (default 10)")
+    p.add_argument("--malloc", choices=tuple(MALLOC_ENV), default="default",
+                   help="retain: run each backend with glibc's MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ raised, "
+                        "so a freed output of >= 32 MiB stays in the heap for the next call instead of being "
+                        "unmapped and faulted in again (default: the allocator as users get it)")
     p.add_argument("--max-time", type=float, help="seconds of steady-state rounds per workload")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per backend process")
 
@@ -70,7 +80,7 @@ def _request(args, backend: str) -> dict:
             "bandwidth_bytes": (256 << 20) if args.quick else (512 << 20),
             "min_rounds": 3 if args.quick else 7, "max_rounds": 15 if args.quick else 60,
             "max_time": args.max_time if args.max_time is not None else (0.6 if args.quick else 1.0),
-            "warmup": 1 if args.quick else 3}
+            "warmup": 1 if args.quick else 3, "malloc": args.malloc}
 
 
 def run_child(request: dict, log_dir: str, timeout: float) -> dict:
@@ -81,7 +91,8 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
         with open(req_path, "w") as f:
             json.dump(request, f)
         log_path = os.path.join(log_dir, f"bench-{backend}.log")
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3",
+                   **MALLOC_ENV[request.get("malloc", "default")])
         with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
             try:
                 child = subprocess.run([sys.executable, "-m", "conformance.bench.child", req_path, res_path],
@@ -120,6 +131,7 @@ def run(args) -> int:
         print(f"gpt2-conformance bench: error: no baseline {args.compare}", file=sys.stderr)
         return 2
     start = time.perf_counter()
+    other_load = timing.OtherLoad()
     names = args.backend or [b for b in BUILTIN if installed(b)]
     os.makedirs(args.out_dir, exist_ok=True)
     print(f"gpt2-conformance bench: {', '.join(names)} on {args.device}"
@@ -143,8 +155,9 @@ def run(args) -> int:
             verdicts.append(time_to_verdict(res["backend"], args.device))
     rows = outputs.rows(results) + outputs.verdict_rows(verdicts)
     meta = {"device": args.device, "quick": args.quick, "cores": timing.cores(), "root": REPO_ROOT,
-            "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start}
-    print("\n" + outputs.console(results, rows), flush=True)
+            "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start,
+            "other_load_cores": other_load.cores(), "malloc": args.malloc}
+    print("\n" + outputs.console(results, rows, meta), flush=True)
     meta["wall_s"] = time.perf_counter() - start
     paths = outputs.write_all(results, rows, meta, args.out_dir)
     for kind, path in paths.items():

@@ -50,7 +50,7 @@ def rows(results: list[dict]) -> list[dict]:
                 med = rec["stats"]["median"]
                 nbytes = wl.bytes_moved(w)
                 row.update(stats=rec["stats"], samples=rec["samples"], first_call_s=rec["first_call_s"],
-                           threads=round(rec["cpu_ratio"], 2), bytes=nbytes, gbps=nbytes / med / 1e9,
+                           threads=round(rec["cpu_ratio"], 2), faults=rec.get("faults_per_call"), bytes=nbytes, gbps=nbytes / med / 1e9,
                            pct_limit=100 * nbytes / med / 1e9 / limit, gflops=wl.flops(w) / med / 1e9)
             out.append(row)
     order = {b: i for i, b in enumerate(BACKEND_ORDER)}
@@ -95,24 +95,43 @@ def bar(rows_: list[dict]) -> dict:
     return verdict
 
 
+def cold_bar(results: list[dict], rows_: list[dict]) -> dict:
+    """The bar shape with the caches emptied before each call (a finding beside the bar, not
+    the bar): per backend its fastest cold mode with the check on, against the limit and
+    against a cold copy of h's bytes measured in the same process."""
+    cold_copy = {res["backend"]: res.get("cache", {}).get("cold_copy", {}) for res in results}
+    out = {}
+    for r in rows_:
+        w = r["workload"]
+        if w is None or not w.is_cold_bar_shape or "pct_limit" not in r or not r["check"].startswith("on"):
+            continue
+        if r["backend"] in out and out[r["backend"]]["pct"] >= r["pct_limit"]:
+            continue
+        ref = cold_copy.get(r["backend"], {}).get(w.shape_id)
+        out[r["backend"]] = {"mode": r["mode"], "pct": r["pct_limit"], "median_ms": r["stats"]["median"] * 1e3,
+                             "gbps": r["gbps"], "cold_copy_gbps": ref["gbps"] if ref else None,
+                             "pct_of_cold_copy": 100 * r["gbps"] / ref["gbps"] if ref else None}
+    return out
+
+
 # -- console / markdown -----------------------------------------------------------------
 HEADER = ("workload", "shape", "backend", "mode", "median ms", "IQR ms", "min..max ms", "GB/s", "% limit",
-          "GFLOP/s", "first call ms", "threads", "check")
+          "GFLOP/s", "first call ms", "threads", "faults/call", "check")
 
 
 def _fmt_row(r: dict) -> tuple:
     w = r["workload"]
     if r.get("error"):
         return (w.name if w else r["group"], w.shape_id if w else "", r["backend"], r["mode"], "error", "", "",
-                "", "", "", "", "", r["error"][:60])
+                "", "", "", "", "", "", r["error"][:60])
     if w is None:  # time to verdict
         return ("time_to_verdict", "", r["backend"], "suite", f"{r['samples'][0] * 1e3:.0f}", "", "", "", "",
-                "", "", "", r.get("verdict", ""))
+                "", "", "", "", r.get("verdict", ""))
     st = r["stats"]
     return (w.name, w.shape_id, r["backend"], r["mode"] + (" *" if r["is_fastest_mode"] else ""),
             f"{st['median'] * 1e3:.3f}", f"{st['iqr'] * 1e3:.3f}", f"{st['min'] * 1e3:.3f}..{st['max'] * 1e3:.3f}",
             f"{r['gbps']:.1f}", f"{r['pct_limit']:.0f}%", f"{r['gflops']:.1f}", f"{r['first_call_s'] * 1e3:.0f}",
-            f"{r['threads']:.2f}", r["check"])
+            f"{r['threads']:.2f}", "" if r.get("faults") is None else f"{r['faults']:.0f}", r["check"])
 
 
 def _bandwidth_lines(results: list[dict]) -> list[str]:
@@ -127,12 +146,28 @@ def _bandwidth_lines(results: list[dict]) -> list[str]:
         bw = res["bandwidth"]
         one = (f" (1 thread {bw['copy_1thread_gbps']:.1f}, all cores {bw['copy_all_cores_gbps']:.1f})"
                if "copy_1thread_gbps" in bw else "")
+        cache = res.get("cache", {})
+        cold = "".join(f"; cold copy of {c['bytes'] / 2**20:.0f} MiB {c['gbps']:.1f} GB/s "
+                       f"[{c['gbps_min']:.1f}..{c['gbps_max']:.1f}]" for c in cache.get("cold_copy", {}).values())
+        llc = (f"; LLC {cache['llc_bytes'] / 2**20:.0f} MiB" if cache.get("llc_bytes") else "")
+        flush = f"; cold = {cache['flush']}" if cache.get("flush") else ""
         lines.append(f"{res['backend']} ({res['device']}): limit (copy) {bw['copy_gbps']:.1f} GB/s "
                      f"[{bw['copy_gbps_min']:.1f}..{bw['copy_gbps_max']:.1f}]{one}, "
                      f"row gather {bw['gather_gbps']:.1f} GB/s "
-                     f"[{bw['gather_gbps_min']:.1f}..{bw['gather_gbps_max']:.1f}] over {bw['bytes'] / 2**20:.0f} MiB; "
-                     f"threads: {res.get('threads_setting', '')}; {res.get('cores', '?')} cores; "
+                     f"[{bw['gather_gbps_min']:.1f}..{bw['gather_gbps_max']:.1f}] over {bw['bytes'] / 2**20:.0f} MiB"
+                     f"{cold}{llc}{flush}; threads: {res.get('threads_setting', '')}; {res.get('cores', '?')} cores; "
                      f"import {res.get('import_s', 0):.1f} s")
+    return lines
+
+
+def _cold_lines(cold: dict) -> list[str]:
+    lines = []
+    for b in BACKEND_ORDER:
+        if b in cold:
+            v = cold[b]
+            ref = (f"; {v['pct_of_cold_copy']:.0f}% of a cold copy of h's bytes ({v['cold_copy_gbps']:.1f} GB/s)"
+                   if v["cold_copy_gbps"] else "")
+            lines.append(f"{b}: {v['mode']} {v['median_ms']:.2f} ms, {v['gbps']:.1f} GB/s, {v['pct']:.0f}% of the limit{ref}")
     return lines
 
 
@@ -151,32 +186,60 @@ def _bar_lines(verdict: dict) -> list[str]:
     return lines
 
 
-def console(results: list[dict], rows_: list[dict]) -> str:
+BUSY_THRESHOLD = 0.25  # cores other processes may use before the run is called busy
+
+
+def load_line(meta: dict) -> str:
+    """What else ran on the machine during the bench (timing.OtherLoad), and what it means."""
+    other = meta.get("other_load_cores")
+    if other is None:
+        return "load from other processes: not measured (no /proc/stat)"
+    line = f"other processes kept {other:.2f} of {meta.get('cores', '?')} cores busy on average during this run"
+    if other > BUSY_THRESHOLD:
+        line += ": the machine was shared, so these figures are low and noisy; rerun on an idle machine for a verdict"
+    return line
+
+
+def console(results: list[dict], rows_: list[dict], meta: dict | None = None) -> str:
     table = [HEADER] + [_fmt_row(r) for r in rows_]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(HEADER) - 1)]
-    lines = ["memory bandwidth (measured in each backend's process):"]
+    lines = [f"{load_line(meta)}; allocator: {meta.get('malloc', 'default')}"] if meta else []
+    lines += ["memory bandwidth (measured in each backend's process):"]
     lines += ["  " + s for s in _bandwidth_lines(results)]
     lines.append("")
     for row in table:
         lines.append("  ".join(str(c).ljust(widths[i]) if i < len(widths) else str(c) for i, c in enumerate(row)))
     lines += ["", "* = the backend's declared fastest mode (the bar takes the fastest measured mode with the check on); GB/s and % limit use the bytes "
-              "in conformance/bench/workloads.py; threads = process CPU time / wall time", ""]
+              "in conformance/bench/workloads.py; threads = process CPU time / wall time; faults/call = minor page faults per timed call", ""]
     lines += ["bar at forward_prefill B8-T1024-d768:"] + ["  " + s for s in _bar_lines(bar(rows_))]
+    cold = _cold_lines(cold_bar(results, rows_))
+    if cold:
+        lines += ["the same shape with the caches emptied before each call (fastest mode, check on):"]
+        lines += ["  " + s for s in cold]
     return "\n".join(lines)
 
 
 def markdown(results: list[dict], rows_: list[dict], meta: dict) -> str:
     out = [f"# gpt2-conformance bench ({meta.get('device', 'cpu')}{', quick' if meta.get('quick') else ''})", "",
-           f"{meta.get('datetime', '')}, {meta.get('cores', '?')} cores, wall time {meta.get('wall_s', 0):.0f} s", "",
+           f"{meta.get('datetime', '')}, {meta.get('cores', '?')} cores, wall time {meta.get('wall_s', 0):.0f} s; "
+           f"{load_line(meta)}; allocator: {meta.get('malloc', 'default')}", "",
            "## Memory bandwidth (the limit)", ""]
     out += ["- " + s for s in _bandwidth_lines(results)]
     out += ["", "## Bar at forward_prefill B=8, T=1024, d=768 (fastest mode, bounds check on)", ""]
     out += ["- " + s for s in _bar_lines(bar(rows_))]
+    cold = _cold_lines(cold_bar(results, rows_))
+    if cold:
+        out += ["", "## The same shape, cold (caches emptied before each timed call)", "",
+                "Warm rows repeat one call, so a working set smaller than the last-level cache is read from "
+                "cache; cold rows are what a forward pass inside a model sees (conformance/bench/cache.py). "
+                "Fastest mode with the check on:", ""]
+        out += ["- " + s for s in cold]
     out += ["", "## Results", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     for r in rows_:
         out.append("| " + " | ".join(str(c).replace("|", "/") for c in _fmt_row(r)) + " |")
     out += ["", "`*` marks the backend's declared fastest mode; the bar takes the fastest measured mode with the check on. Bytes per workload: see conformance/bench/workloads.py. "
-            "threads = process CPU time / wall time over the steady state.", "", "## Modes", ""]
+            "threads = process CPU time / wall time over the steady state; faults/call = minor page faults per timed call "
+            "(a fresh output whose pages the allocator gave back to the OS faults in anew: see `bench --malloc`).", "", "## Modes", ""]
     for res in results:
         for mode, desc in res.get("modes", {}).items():
             out.append(f"- {res['backend']} `{mode}`: {desc}")
@@ -240,10 +303,11 @@ def benchmark_json(results: list[dict], rows_: list[dict], meta: dict) -> dict:
         params = {"backend": r["backend"], "mode": r["mode"], "device": r["device"]}
         extra = {"check": r.get("check", ""), "mode_description": r.get("mode_description", "")}
         if w is not None:
-            params.update(batch=w.batch, seq=w.seq, n_embd=w.n_embd, past_length=w.past_length, dtype=w.dtype)
+            params.update(batch=w.batch, seq=w.seq, n_embd=w.n_embd, past_length=w.past_length, dtype=w.dtype,
+                          cache=w.cache)
             extra.update(bytes_moved=r["bytes"], gbps=r["gbps"], pct_of_limit=r["pct_limit"],
                          limit_gbps=r["limit_gbps"], gflops=r["gflops"], first_call_s=r["first_call_s"],
-                         threads_used=r["threads"], fastest_mode=r["is_fastest_mode"], suite_mode=r["is_suite_mode"])
+                         threads_used=r["threads"], minor_faults_per_call=r.get("faults"), fastest_mode=r["is_fastest_mode"], suite_mode=r["is_suite_mode"])
         else:
             extra["verdict"] = r.get("verdict", "")
         benches.append({"group": r["group"], "name": r["name"], "fullname": r["fullname"], "params": params,
@@ -253,11 +317,13 @@ def benchmark_json(results: list[dict], rows_: list[dict], meta: dict) -> dict:
                         "stats": _stats_of(r)})
     machine = _machine_info()  # kept exactly as pytest-benchmark writes it (it warns when these differ)
     bench_info = {
-        "device": meta.get("device"), "quick": meta.get("quick"),
+        "device": meta.get("device"), "quick": meta.get("quick"), "other_load_cores": meta.get("other_load_cores"),
+        "malloc": meta.get("malloc", "default"),
         "bandwidth": {res["backend"]: res.get("bandwidth") for res in results},
         "threads_setting": {res["backend"]: res.get("threads_setting") for res in results},
         "skipped": {res["backend"]: res["skipped"] for res in results if res.get("skipped")},
-        "bar": bar(rows_)}
+        "cache": {res["backend"]: res.get("cache") for res in results if res.get("cache")},
+        "bar": bar(rows_), "cold": cold_bar(results, rows_)}
     return {"machine_info": machine, "commit_info": _commit_info(meta.get("root", ".")), "benchmarks": benches,
             "datetime": meta.get("datetime") or _dt.datetime.now(_dt.timezone.utc).isoformat(),
             "version": pytest_benchmark.__version__, "gpt2_conformance_bench": bench_info}

@@ -19,6 +19,9 @@ class Timing:
     first_call_s: float  # the first call alone: includes tracing/compiling where there is one
     samples: list[float] = field(default_factory=list)  # steady state, one call per sample
     cpu_ratio: float = 0.0  # process CPU seconds / wall seconds over the steady state
+    # minor page faults per timed call: a call that writes a fresh output of >= 32 MiB faults
+    # its pages in anew each time where glibc unmaps such blocks on free (see bench --malloc)
+    faults_per_call: float = 0.0
 
     @property
     def median(self) -> float:
@@ -34,30 +37,42 @@ class Timing:
         return st.as_dict()
 
 
-def _now():
-    return time.perf_counter(), time.process_time()
-
-
 def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int = 50, max_time: float = 2.0,
-            warmup: int = 2) -> Timing:
+            warmup: int = 2, before=None) -> Timing:
     """Time call() (then sync(result), which must wait for the device): the first call alone,
-    `warmup` untimed calls, then rounds until max_rounds or until max_time has passed after
-    at least min_rounds."""
+    `warmup` untimed calls, then rounds until max_rounds or until max_time of timed calls has
+    passed after at least min_rounds. before(), if given, runs ahead of every timed round and
+    outside its time (a cache flush); max_time and the CPU ratio count only the timed calls."""
     t0 = time.perf_counter()
     sync(call())
     timing = Timing(first_call_s=time.perf_counter() - t0)
     for _ in range(warmup):
         sync(call())
-    wall0, cpu0 = _now()
+    wall = cpu = 0.0
+    faults = 0
     while len(timing.samples) < max_rounds:
-        t = time.perf_counter()
+        if before is not None:
+            before()
+        faults0 = _minor_faults()  # these and process_time outside the wall-clock interval
+        cpu0 = time.process_time()
+        wall0 = time.perf_counter()
         sync(call())
-        timing.samples.append(time.perf_counter() - t)
-        if len(timing.samples) >= min_rounds and time.perf_counter() - wall0 > max_time:
+        wall1 = time.perf_counter()
+        cpu1 = time.process_time()
+        faults += _minor_faults() - faults0
+        timing.samples.append(wall1 - wall0)
+        wall, cpu = wall + wall1 - wall0, cpu + cpu1 - cpu0
+        if len(timing.samples) >= min_rounds and wall > max_time:
             break
-    wall1, cpu1 = _now()
-    timing.cpu_ratio = (cpu1 - cpu0) / max(wall1 - wall0, 1e-9)
+    timing.cpu_ratio = cpu / max(wall, 1e-9)
+    timing.faults_per_call = faults / len(timing.samples)
     return timing
+
+
+def _minor_faults() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def cores() -> int:
@@ -66,3 +81,39 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def _system_busy_seconds() -> float | None:
+    """CPU seconds every process on the machine has used since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class OtherLoad:
+    """How many cores *other* processes kept busy while the bench ran: the machine's busy CPU
+    time minus the bench's own (its children included), over the wall time. A shared machine
+    is the usual reason two runs disagree; the reports print this figure beside the results."""
+
+    def __init__(self):
+        self._start = (time.perf_counter(), _system_busy_seconds(), _own_cpu_seconds())
+
+    def cores(self) -> float | None:
+        wall0, busy0, own0 = self._start
+        busy1 = _system_busy_seconds()
+        if busy0 is None or busy1 is None:
+            return None
+        wall = max(time.perf_counter() - wall0, 1e-9)
+        return max(0.0, (busy1 - busy0) - (_own_cpu_seconds() - own0)) / wall

@@ -14,6 +14,10 @@ logits   h [B, T, d] @ wte^T: wte read (V*d*s) + h read (B*T*d*s) + logits writt
          also 2*B*T*d*V flops. At decode shapes it is bandwidth-bound (wte is read whole for
          a handful of rows); at prefill shapes it is compute-bound, so "% of the bandwidth
          limit" is low there by nature and GFLOP/s is the figure to read.
+
+cache    "warm": the same call repeated (the issue's bar is judged warm); "cold": the caches
+         emptied before each timed call (conformance/bench/cache.py says why both). The bar
+         shape is timed both ways.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Workload:
     n_embd: int
     past_length: int = 0
     dtype: str = "float32"
+    cache: str = "warm"  # warm | cold
 
     @property
     def name(self) -> str:
@@ -47,11 +52,18 @@ class Workload:
     @property
     def shape_id(self) -> str:
         past = f"-past{self.past_length}" if self.past_length else ""
-        return f"B{self.batch}-T{self.seq}-d{self.n_embd}{past}"
+        cold = "-cold" if self.cache == "cold" else ""
+        return f"B{self.batch}-T{self.seq}-d{self.n_embd}{past}{cold}"
 
     @property
     def is_bar_shape(self) -> bool:
-        return (self.kind, self.batch, self.seq, self.n_embd) == BAR_SHAPE and self.dtype == "float32"
+        return (self.kind, self.batch, self.seq, self.n_embd) == BAR_SHAPE and self.dtype == "float32" \
+            and self.cache == "warm"
+
+    @property
+    def is_cold_bar_shape(self) -> bool:
+        return (self.kind, self.batch, self.seq, self.n_embd) == BAR_SHAPE and self.dtype == "float32" \
+            and self.cache == "cold"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -81,9 +93,11 @@ def flops(w: Workload) -> int:
 def plan(quick: bool = False, sizes: tuple[int, ...] | None = None) -> list[Workload]:
     """The workloads of a run. --quick keeps the bar shape and one of each other kind."""
     decode_past = 512
+    cold_bar = Workload("forward", "prefill", 8, 1024, 768, cache="cold")
     if quick:
         return [
             Workload("forward", "prefill", 8, 1024, 768),
+            cold_bar,
             Workload("forward", "decode", 1, 1, 768, decode_past),
             Workload("forward", "decode", 64, 1, 768, decode_past),
             Workload("backward", "prefill", 8, 1024, 768),
@@ -91,7 +105,7 @@ def plan(quick: bool = False, sizes: tuple[int, ...] | None = None) -> list[Work
             Workload("logits", "prefill", 1, 128, 768),
         ]
     sizes = sizes or tuple(gpt2.SIZES.values())
-    out = [Workload("forward", "prefill", 8, 1024, d) for d in sizes]
+    out = [Workload("forward", "prefill", 8, 1024, d) for d in sizes] + [cold_bar]
     out += [Workload("forward", "decode", b, 1, 768, decode_past) for b in (1, 4, 16, 64)]
     out += [Workload("backward", "prefill", 8, 1024, d) for d in sizes]
     out += [Workload("backward", "decode", 64, 1, 768, decode_past)]
