@@ -320,3 +320,33 @@ def test_malloc_retain_reaches_the_backend_process(tmp_path, monkeypatch):
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     command.run_child(dict(request, malloc="default"), str(tmp_path), timeout=1)
     assert "MALLOC_MMAP_THRESHOLD_" not in seen and seen["PYTHONUNBUFFERED"] == "1"
+
+
+# -- backends without their own hooks: timed through the Adapter API -----------------------
+def test_an_adapter_spec_is_timed_through_the_adapter_api():
+    spec = "backends.numpy.adapter:NumpyAdapter"  # any module:factory; this one needs no framework
+    request = dict(_request(spec), workloads=[wl.Workload("forward", "decode", 2, 1, 768, 3).as_dict(),
+                                              wl.Workload("backward", "decode", 2, 1, 768, 3).as_dict(),
+                                              wl.Workload("logits", "decode", 1, 1, 768, 3).as_dict()])
+    result = child.run(request)
+    assert result["skipped"] is None and result["modes"] == {"adapter": result["modes"]["adapter"]}
+    kinds = {wl.Workload(**r["workload"]).kind for r in result["records"] if "stats" in r}
+    assert kinds == {"forward", "logits"}, f"timed {kinds}, but should be forward and logits (no backward)"
+    rows = outputs.rows([result])
+    assert outputs.bar(rows) == {}  # the implementation's own check: never counted for the bar
+    gpu = child.run(dict(_request(spec, "gpu")))
+    assert gpu["records"] == [] and "GPU" in gpu["skipped"]
+
+
+def test_backend_names_expand_all_and_refuse_unknown_names(tmp_path, capsys):
+    from conformance import registry
+
+    assert command.backend_names(None) == [b for b in child.OWN_HOOKS if command.installed(b)]
+    every = command.backend_names(["all"])
+    assert every[0] == "numpy" and set(every) <= set(registry.available())
+    assert command.backend_names(["numpy", "numpy", "x.y:z"]) == ["numpy", "x.y:z"]
+    with pytest.raises(LookupError, match="'nope': unknown backend"):
+        command.backend_names(["nope"])
+    args = _args(tmp_path)
+    args.backend = ["nope"]
+    assert command.run(args) == 2 and "unknown backend" in capsys.readouterr().err

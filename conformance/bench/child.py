@@ -2,7 +2,8 @@
 
 Imports only that backend's framework, measures the memory bandwidth here (numpy on the CPU,
 the backend's device kernels on a GPU), then times every (mode, workload) through
-backends/<name>/bench.py and writes one JSON result. A workload that raises is recorded with
+backends/<name>/bench.py (or, for a backend without one, conformance/bench/adapter_hooks.py)
+and writes one JSON result. A workload that raises is recorded with
 its error; the others still run.
 """
 
@@ -19,9 +20,18 @@ import numpy as np
 from conformance import gpt2
 from conformance.bench import bandwidth, cache, timing, workloads
 
+OWN_HOOKS = ("numpy", "torch", "tensorflow", "jax")  # the backends with a backends/<fw>/bench.py
+
 
 def _hooks(backend: str):
-    return importlib.import_module(f"backends.{backend}.bench")
+    """backends/<fw>/bench.py where the backend has its own hooks, else the generic hooks
+    around its Adapter (third-party implementations, plug-ins, module:factory specs)."""
+    if backend in OWN_HOOKS:
+        return importlib.import_module(f"backends.{backend}.bench")
+    from conformance.bench import adapter_hooks
+
+    adapter_hooks.configure(backend)
+    return adapter_hooks
 
 
 def _tables(d: int):
