@@ -50,8 +50,9 @@ def rows(results: list[dict]) -> list[dict]:
                 med = rec["stats"]["median"]
                 nbytes = wl.bytes_moved(w)
                 row.update(stats=rec["stats"], samples=rec["samples"], first_call_s=rec["first_call_s"],
-                           threads=round(rec["cpu_ratio"], 2), faults=rec.get("faults_per_call"), bytes=nbytes, gbps=nbytes / med / 1e9,
-                           pct_limit=100 * nbytes / med / 1e9 / limit, gflops=wl.flops(w) / med / 1e9)
+                           threads=round(rec["cpu_ratio"], 2), faults=rec.get("faults_per_call"), bytes=nbytes,
+                           gbps=nbytes / med / 1e9, pct_limit=100 * nbytes / med / 1e9 / limit,
+                           gflops=wl.flops(w) / med / 1e9)
             out.append(row)
     order = {b: i for i, b in enumerate(BACKEND_ORDER)}
     kinds = {k: i for i, k in enumerate(wl.KINDS)}
