@@ -136,6 +136,8 @@ def applies(backend: str, mode: str, w: Workload) -> bool:
         return w.kind == "forward"
     if (backend, mode) == ("jax", "nocheck"):
         return w.kind != "logits"
+    if (backend, mode) == ("jax", "flag"):
+        return w.kind == "forward"
     if (backend, mode) == ("tensorflow", "nocheck"):
         return w.kind == "forward"
     return True
