@@ -304,7 +304,7 @@ def test_faults_per_call_tells_a_fresh_output_from_a_reused_one():
     assert reused.faults_per_call < 2 <= 16 <= fresh.faults_per_call, (reused.faults_per_call, fresh.faults_per_call)
 
 
-def test_malloc_retain_reaches_the_backend_process(tmp_path, monkeypatch):
+def test_malloc_setting_reaches_the_backend_process(tmp_path, monkeypatch):
     seen = {}
 
     def fake_run(cmd, stderr, env, timeout, cwd):
@@ -312,13 +312,13 @@ def test_malloc_retain_reaches_the_backend_process(tmp_path, monkeypatch):
         raise subprocess.TimeoutExpired(cmd, timeout)
 
     monkeypatch.setattr(command.subprocess, "run", fake_run)
-    request = dict(_request("numpy"), malloc="retain")
+    request = _request("numpy")  # retain unless asked otherwise
     result = command.run_child(request, str(tmp_path), timeout=1)
     assert "timeout" in result["error"]
     assert seen["MALLOC_MMAP_THRESHOLD_"] == str(4 << 30) and seen["MALLOC_TRIM_THRESHOLD_"] == str(64 << 30)
     seen.clear()
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    command.run_child(dict(request, malloc="default"), str(tmp_path), timeout=1)
+    command.run_child(dict(request, malloc="system"), str(tmp_path), timeout=1)
     assert "MALLOC_MMAP_THRESHOLD_" not in seen and seen["PYTHONUNBUFFERED"] == "1"
 
 

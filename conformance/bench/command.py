@@ -1,5 +1,5 @@
 """`gpt2-conformance bench [--quick] [--device cpu|gpu] [--backend NAME ...] [--out-dir DIR]
-[--malloc default|retain] [--compare BASELINE.json --fail-above PCT]`.
+[--malloc retain|system] [--compare BASELINE.json --fail-above PCT]`.
 
 Each backend runs in its own child process (conformance/bench/child.py: one framework per
 process, as the runner does), measures the memory bandwidth there, and times its
@@ -26,11 +26,17 @@ from conformance.bench import compare as compare_mod
 from conformance.bench import outputs, timing, workloads
 
 from conformance.bench.child import OWN_HOOKS
-# glibc serves blocks of >= 32 MiB (its largest dynamic mmap threshold) with mmap and unmaps
-# them on free, so a framework that returns a fresh 32 MiB output per call page-faults all of
-# it every call: d >= 1024 at B=8, T=1024 in float32. Fixed thresholds keep freed blocks in the
-# heap. Other C libraries ignore these variables.
-MALLOC_ENV = {"default": {}, "retain": {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}}
+# glibc serves large blocks with mmap and unmaps them on free; the size above which it does so
+# moves with the process's history (it rises to the size of a freed mmapped block, up to 32 MiB,
+# and the heap is trimmed above twice that). So a framework that returns a fresh [B, T, d]
+# output may page-fault all of it in again on every call, or not, depending on which modes ran
+# before it in the same process: the same JAX forward measured 2.1 ms after one mode and 8.1 ms
+# (6145 faults per call, 24 MiB) after another. "retain" fixes both thresholds so that freed
+# blocks stay in the heap and every mode is timed in the same allocator state; "system" leaves
+# glibc alone, as an untuned process runs (d >= 1024 then faults on every call: 32 MiB outputs).
+# Other C libraries ignore these variables.
+MALLOC_ENV = {"retain": {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)},
+              "system": {}}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -58,10 +64,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--compare", metavar="BASELINE.json", help="pytest-benchmark JSON to compare medians with")
     p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT",
                    help="with --compare: exit 1 if a median regressed by more than PCT percent (default 10)")
-    p.add_argument("--malloc", choices=tuple(MALLOC_ENV), default="default",
-                   help="retain: run each backend with glibc's MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ raised, "
-                        "so a freed output of >= 32 MiB stays in the heap for the next call instead of being "
-                        "unmapped and faulted in again (default: the allocator as users get it)")
+    p.add_argument("--malloc", choices=tuple(MALLOC_ENV), default="retain",
+                   help="retain (default): run each backend with glibc's MALLOC_MMAP_THRESHOLD_ and "
+                        "MALLOC_TRIM_THRESHOLD_ fixed, so a freed output stays in the heap and every mode is timed in "
+                        "the same allocator state; system: glibc's dynamic thresholds, as an untuned process runs "
+                        "(fresh outputs may be faulted in anew on every call; see the faults/call column)")
     p.add_argument("--max-time", type=float, help="seconds of steady-state rounds per workload")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per backend process")
 
@@ -121,7 +128,7 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
         log_path = os.path.join(log_dir, "bench-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in backend)
                                 + ".log")
         env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3",
-                   **MALLOC_ENV[request.get("malloc", "default")])
+                   **MALLOC_ENV[request.get("malloc", "retain")])
         with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
             try:
                 child = subprocess.run([sys.executable, "-m", "conformance.bench.child", req_path, res_path],

@@ -204,7 +204,7 @@ def load_line(meta: dict) -> str:
 def console(results: list[dict], rows_: list[dict], meta: dict | None = None) -> str:
     table = [HEADER] + [_fmt_row(r) for r in rows_]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(HEADER) - 1)]
-    lines = [f"{load_line(meta)}; allocator: {meta.get('malloc', 'default')}"] if meta else []
+    lines = [f"{load_line(meta)}; allocator: {meta.get('malloc', 'retain')}"] if meta else []
     lines += ["memory bandwidth (measured in each backend's process):"]
     lines += ["  " + s for s in _bandwidth_lines(results)]
     lines.append("")
@@ -223,7 +223,7 @@ def console(results: list[dict], rows_: list[dict], meta: dict | None = None) ->
 def markdown(results: list[dict], rows_: list[dict], meta: dict) -> str:
     out = [f"# gpt2-conformance bench ({meta.get('device', 'cpu')}{', quick' if meta.get('quick') else ''})", "",
            f"{meta.get('datetime', '')}, {meta.get('cores', '?')} cores, wall time {meta.get('wall_s', 0):.0f} s; "
-           f"{load_line(meta)}; allocator: {meta.get('malloc', 'default')}", "",
+           f"{load_line(meta)}; allocator: {meta.get('malloc', 'retain')}", "",
            "## Memory bandwidth (the limit)", ""]
     out += ["- " + s for s in _bandwidth_lines(results)]
     out += ["", "## Bar at forward_prefill B=8, T=1024, d=768 (fastest mode, bounds check on)", ""]
@@ -240,7 +240,7 @@ def markdown(results: list[dict], rows_: list[dict], meta: dict) -> str:
         out.append("| " + " | ".join(str(c).replace("|", "/") for c in _fmt_row(r)) + " |")
     out += ["", "`*` marks the backend's declared fastest mode; the bar takes the fastest measured mode with the check on. Bytes per workload: see conformance/bench/workloads.py. "
             "threads = process CPU time / wall time over the steady state; faults/call = minor page faults per timed call "
-            "(a fresh output whose pages the allocator gave back to the OS faults in anew: see `bench --malloc`).", "", "## Modes", ""]
+            "(a fresh output whose pages the allocator gave back to the OS faults in anew: see `bench --malloc system`).", "", "## Modes", ""]
     for res in results:
         for mode, desc in res.get("modes", {}).items():
             out.append(f"- {res['backend']} `{mode}`: {desc}")
@@ -319,7 +319,7 @@ def benchmark_json(results: list[dict], rows_: list[dict], meta: dict) -> dict:
     machine = _machine_info()  # kept exactly as pytest-benchmark writes it (it warns when these differ)
     bench_info = {
         "device": meta.get("device"), "quick": meta.get("quick"), "other_load_cores": meta.get("other_load_cores"),
-        "malloc": meta.get("malloc", "default"),
+        "malloc": meta.get("malloc", "retain"),
         "bandwidth": {res["backend"]: res.get("bandwidth") for res in results},
         "threads_setting": {res["backend"]: res.get("threads_setting") for res in results},
         "skipped": {res["backend"]: res["skipped"] for res in results if res.get("skipped")},

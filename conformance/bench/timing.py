@@ -19,8 +19,8 @@ class Timing:
     first_call_s: float  # the first call alone: includes tracing/compiling where there is one
     samples: list[float] = field(default_factory=list)  # steady state, one call per sample
     cpu_ratio: float = 0.0  # process CPU seconds / wall seconds over the steady state
-    # minor page faults per timed call: a call that writes a fresh output of >= 32 MiB faults
-    # its pages in anew each time where glibc unmaps such blocks on free (see bench --malloc)
+    # minor page faults per timed call: a call that writes a fresh output faults its pages in
+    # anew each time where glibc has unmapped the last one on free (see bench --malloc)
     faults_per_call: float = 0.0
 
     @property

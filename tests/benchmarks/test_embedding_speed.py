@@ -4,6 +4,10 @@ mode, in this one process (frameworks share it; `gpt2-conformance bench` isolate
     pytest tests/benchmarks --run-bench --benchmark-json=out.json
     pytest tests/benchmarks --run-bench --benchmark-compare=0001 --benchmark-compare-fail=median:10%
 
+All backends share this process and its allocator state; `gpt2-conformance bench` times each in
+its own process with glibc's thresholds fixed (its --malloc retain). To match it here, run with
+MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736 in the environment.
+
 Each test's extra_info carries GB/s, % of the copy bandwidth measured in this process, the
 first call (trace/compile) time, threads used and the check status, as the bench command does.
 """
