@@ -11,13 +11,13 @@ reference the framework backends' autodiff is compared with.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from conformance import gpt2
 from conformance.adapter import Adapter, AdapterConfig, Capabilities
+from conformance.bench.timing import cores as _cores  # CPUs this process may run on
 from conformance.validation import check_embed_inputs, check_tables
 
 _NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}
@@ -25,13 +25,6 @@ _NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}
 # decode steps stay on the calling thread.
 _THREADED_MIN_ELEMENTS = 1 << 20
 _pool: ThreadPoolExecutor | None = None
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -46,9 +39,10 @@ def _gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.nd
     batch, seq = ids.shape
     h = np.empty((batch, seq, wte.shape[1]), wte.dtype)
     # pieces: whole batch rows when there are several, else slices of the one sequence; each
-    # piece of h is contiguous, which np.take(out=) needs to write in place
-    n = min(_cores(), batch if batch > 1 else seq)
-    if h.size < _THREADED_MIN_ELEMENTS or n < 2:
+    # piece of h is contiguous, which np.take(out=) needs to write in place. Small outputs (decode
+    # steps) skip even the core count: it is a system call, on the hot path of every step.
+    n = 1 if h.size < _THREADED_MIN_ELEMENTS else min(_cores(), batch if batch > 1 else seq)
+    if n < 2:
         pieces = [(slice(None), slice(None))]
     elif batch > 1:
         pieces = [(slice(i * batch // n, (i + 1) * batch // n), slice(None)) for i in range(n)]

@@ -36,9 +36,9 @@ def available(device: str) -> tuple[bool, str]:
 
 
 def threads_setting() -> str:
-    from backends.numpy.adapter import _cores
+    from conformance.bench.timing import cores
 
-    return f"gather: suite {_cores()} threads (one piece per core), take-out/fancy 1; head: BLAS default"
+    return f"gather: suite {cores()} threads (one piece per core), take-out/fancy 1; head: BLAS default"
 
 
 def device_kernels(nbytes: int, device: str):

@@ -52,7 +52,6 @@ def _inputs(w: workloads.Workload):
 
 def run(request: dict) -> dict:
     backend, device = request["backend"], request["device"]
-    quick = request.get("quick", False)
     t_import = time.perf_counter()
     hooks = _hooks(backend)
     import_s = time.perf_counter() - t_import
@@ -67,28 +66,27 @@ def run(request: dict) -> dict:
     nbytes = request.get("bandwidth_bytes", bandwidth.DEFAULT_BYTES)
     kernels = hooks.device_kernels(nbytes, device)
     plan = [workloads.Workload(**w) for w in request["workloads"]]
+    cold = {w for w in plan if w.cache == "cold"}
     flush = None
     if kernels is not None:
         (nb, copy, gather), sync = kernels
         result["bandwidth"] = bandwidth.measure(nb, kernels=lambda _: (nb, copy, gather), sync=sync)
-        if any(w.cache == "cold" for w in plan):
+        if cold:
             flush = lambda: sync(copy())  # noqa: E731 - a device copy of nb bytes evicts the L2
             result["cache"] = {"llc_bytes": None, "flush": f"device copy of {nb / 2**20:.0f} MiB before each timed call"}
     else:
         result["bandwidth"] = bandwidth.measure(nbytes)
-        if any(w.cache == "cold" for w in plan):
+        if cold:
             flush = cache.HostFlusher()
             result["cache"] = {"llc_bytes": cache.llc_bytes(), "flush": flush.describe(), "cold_copy": {}}
-            for w in {w for w in plan if w.cache == "cold"}:  # a copy of h's bytes ([B, T, d]), cold
+            for w in cold:  # a copy of h's bytes ([B, T, d]), cold
                 h_bytes = w.batch * w.seq * w.n_embd * workloads.ITEMSIZE[w.dtype]
                 result["cache"]["cold_copy"][w.shape_id] = bandwidth.cold_copy(h_bytes, flush)
     modes = request.get("modes") or list(hooks.MODES)
     limits = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
                   max_time=request.get("max_time", 2.0), warmup=request.get("warmup", 2))
-    tables = {}
     for d in sorted({w.n_embd for w in plan}):
-        tables = {d: _tables(d)}  # one size in memory at a time
-        wte, wpe = tables[d]
+        wte, wpe = _tables(d)  # one size in memory at a time: the last size's tables are freed here
         for mode in modes:
             if mode not in hooks.MODES:
                 continue
