@@ -14,11 +14,12 @@ BUILTIN = {
     "jax": "backends.jax.adapter:JaxAdapter",
     # third-party implementations, judged as they are (no checks added; deviations waived
     # with evidence in each folder's waivers.toml, reports in reports/)
-    "hf-transformers": "backends.hf_transformers.adapter:HFTransformersAdapter",
-    "keras-hub-tensorflow": "backends.keras_hub_tensorflow.adapter:KerasHubTensorFlowAdapter",
-    "keras-hub-jax": "backends.keras_hub_jax.adapter:KerasHubJaxAdapter",
-    "keras-hub-torch": "backends.keras_hub_torch.adapter:KerasHubTorchAdapter",
-    "transformer-lens": "backends.transformer_lens.adapter:TransformerLensAdapter",
+    "hf-transformers": "backends.thirdparty.hf_transformers.adapter:HFTransformersAdapter",
+    "keras-hub-tensorflow": "backends.thirdparty.keras_hub_tensorflow.adapter:KerasHubTensorFlowAdapter",
+    "keras-hub-jax": "backends.thirdparty.keras_hub_jax.adapter:KerasHubJaxAdapter",
+    "keras-hub-torch": "backends.thirdparty.keras_hub_torch.adapter:KerasHubTorchAdapter",
+    "transformer-lens": "backends.thirdparty.transformer_lens.adapter:TransformerLensAdapter",
+    "mlx-lm": "backends.thirdparty.mlx_lm.adapter:MlxLmAdapter",
 }
 
 # The framework each backend imports: `--backend all` skips a backend whose framework is not
@@ -30,7 +31,9 @@ REQUIRES = {
     "keras-hub-jax": ("keras_hub", "jax"),
     "keras-hub-torch": ("keras_hub", "torch"),
     "transformer-lens": ("torch", "transformer_lens"),
+    "mlx-lm": ("mlx", "mlx_lm"),
 }
 
 # Implementations we did not write: judged as they are, with waivers and a report each
-THIRD_PARTY = ("hf-transformers", "keras-hub-tensorflow", "keras-hub-jax", "keras-hub-torch", "transformer-lens")
+THIRD_PARTY = ("hf-transformers", "keras-hub-tensorflow", "keras-hub-jax", "keras-hub-torch", "transformer-lens",
+               "mlx-lm")

@@ -1,4 +1,4 @@
-"""Third-party GPT-2 implementations (backends/thirdparty_reports.THIRD_PARTY): the suite runs on
+"""Third-party GPT-2 implementations (backends.THIRD_PARTY, conformance/thirdparty.py): the suite runs on
 each in child processes (each Keras backend needs its own process) with its waiver file
 applied, and must show no unwaived failure, exactly the waived clauses as deviations, and no
 stale waiver. Also: a stale waiver is reported, the HF adapter's short-cut equals the full
@@ -13,7 +13,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from backends import thirdparty_reports as tp
+from conformance import thirdparty as tp
 from conformance import results as res
 from conformance import spec, waivers
 
@@ -84,7 +84,7 @@ def test_short_cut_equals_full_forward(module, name, cls):
     first hidden state (hf: output.hidden_states[0]; TransformerLens: blocks.0.hook_resid_pre)
     must be the same bits, with and without a cache."""
     pytest.importorskip(module)
-    adapter = getattr(importlib.import_module(f"backends.{name}.adapter"), cls)()
+    adapter = getattr(importlib.import_module(f"backends.thirdparty.{name}.adapter"), cls)()
     rng = np.random.default_rng(0)
     adapter.load_tables(rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
                         rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01))

@@ -17,7 +17,7 @@ import numpy as np
 
 from conformance import gpt2
 from conformance.adapter import Adapter, AdapterConfig, Capabilities
-from conformance.bench.timing import cores as _cores  # CPUs this process may run on
+from conformance.machine import cores as _cores  # CPUs this process may run on
 from conformance.validation import check_embed_inputs, check_tables
 
 _NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}

@@ -36,7 +36,7 @@ def available(device: str) -> tuple[bool, str]:
 
 
 def threads_setting() -> str:
-    from conformance.bench.timing import cores
+    from conformance.machine import cores
 
     return f"gather: suite {cores()} threads (one piece per core), take-out/fancy 1; head: BLAS default"
 

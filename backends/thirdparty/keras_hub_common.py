@@ -1,5 +1,5 @@
 """Shared adapter for keras-hub's GPT2Backbone (Keras 3), the implementation under test, on
-any Keras backend. backends/keras_hub_tensorflow and backends/keras_hub_jax subclass it with
+any Keras backend. backends/thirdparty/keras_hub_tensorflow and backends/thirdparty/keras_hub_jax subclass it with
 their backend name.
 
 Keras reads KERAS_BACKEND once, when it is first imported, so one process holds one Keras

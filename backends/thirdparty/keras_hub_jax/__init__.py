@@ -1,2 +1,2 @@
 """Third-party backend: keras-hub GPT2Backbone on the Keras jax backend (see
-backends/keras_hub_common.py and waivers.toml here)."""
+backends/thirdparty/keras_hub_common.py and waivers.toml here)."""

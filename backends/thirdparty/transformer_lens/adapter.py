@@ -53,7 +53,7 @@ import torch
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
 
-from backends.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
+from backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 from conformance import gpt2
 from conformance.adapter import AdapterConfig, Capabilities
 

@@ -1,9 +1,9 @@
-"""keras-hub GPT2Backbone on Keras' jax backend: backends/keras_hub_common.py does the work.
+"""keras-hub GPT2Backbone on Keras' jax backend: backends/thirdparty/keras_hub_common.py does the work.
 Keras is imported (with KERAS_BACKEND=jax) when the first adapter is built."""
 
 import os
 
-from backends.keras_hub_common import KerasHubGPT2Adapter
+from backends.thirdparty.keras_hub_common import KerasHubGPT2Adapter
 
 
 class KerasHubJaxAdapter(KerasHubGPT2Adapter):

@@ -1,6 +1,6 @@
 """The torch glue shared by the adapters around black-box torch models, where h is read out of
-the model's own forward rather than from a standalone embedding: backends/hf_transformers
-(transformers' GPT2LMHeadModel) and backends/transformer_lens (TransformerLens'
+the model's own forward rather than from a standalone embedding: backends/thirdparty/hf_transformers
+(transformers' GPT2LMHeadModel) and backends/thirdparty/transformer_lens (TransformerLens'
 HookedTransformer) subclass TorchBlackBoxAdapter here.
 
 The base class owns the numpy <-> torch bridge and every Adapter method that is the same for

@@ -39,7 +39,7 @@ import transformers
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 from transformers import initialization as hf_init
 
-from backends.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
+from backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 from conformance import gpt2
 from conformance.adapter import AdapterConfig, Capabilities
 
