@@ -140,18 +140,17 @@ class MlxLmAdapter(Adapter):
         cache[0].update_and_fetch(kv, kv)
         return cache
 
-    def _h(self, ids) -> mx.array:
-        """h from the model's forward; ids an mx.array, past_length already in self._past."""
+    def _h(self, ids: mx.array, past_length) -> mx.array:
+        """h from the model's own forward (lazy: traced by value_and_grad in gradients)."""
         self._captured = None
         try:
-            self.model.model(ids, cache=self._cache(ids.shape[0], self._past))
+            self.model.model(ids, cache=self._cache(ids.shape[0], past_length))
         except _Stop:
             pass
         return self._captured
 
     def embed(self, ids, past_length=0):
-        self._past = past_length
-        h = self._h(mx.array(ids))
+        h = self._h(mx.array(ids), past_length)
         mx.eval(h)
         return to_numpy(h)
 
@@ -165,10 +164,9 @@ class MlxLmAdapter(Adapter):
         cot_h = mx.array(np.ascontiguousarray(cotangent_h)).astype(self.dtype)
         cot_l = mx.array(np.ascontiguousarray(cotangent_logits)).astype(self.dtype)
         ids = mx.array(ids)
-        self._past = past_length
 
         def loss(model_ids):
-            h = self._h(model_ids)
+            h = self._h(model_ids, past_length)
             logits = self.model.model.wte.as_linear(h)
             return (cot_h * h).sum() + (cot_l * logits).sum()
 
