@@ -1,9 +1,12 @@
-"""wte and wpe from a real GPT-2 checkpoint, in any of four formats.
+"""wte and wpe from a real GPT-2 checkpoint, in any of five formats.
 
     read_safetensors(path)   HF model.safetensors (the safetensors library)
     read_torch(path)         HF pytorch_model.bin: torch zip or legacy, restricted unpickler
     read_tf(path)            OpenAI model.ckpt (.index + .data-*), tensors model/wte, model/wpe
     read_npz(path)           numpy .npz (allow_pickle=False)
+    read_gguf(path)          llama.cpp .gguf (the gguf package; gguf_reader.py), tensors
+                             token_embd.weight, position_embd.weight; F16/BF16/Q8_0/... tables
+                             are dequantised to float32 and the stored type is kept
     load_checkpoint(path)    detect the format, find wte/wpe, check dtype and shapes, recognize
                              the size (124M/355M/774M/1558M) from n_embd
 
@@ -27,7 +30,7 @@ import numpy as np
 from conformance import gpt2
 from conformance.golden import tf_bundle, torch_pickle
 
-FORMATS = ("safetensors", "torch", "tf", "npz")
+FORMATS = ("safetensors", "torch", "tf", "npz", "gguf")
 _NAME_TAIL = {"", "weight", "embeddings", "ATTRIBUTES", "VARIABLE_VALUE"}  # after the "wte"/"wpe" part
 
 
@@ -58,10 +61,24 @@ class Checkpoint:
     wpe_name: str
     size: str  # "124M", ...
     n_embd: int
+    wte_dtype: str = "float32"  # as stored; a GGUF may store F16/BF16/Q8_0/..., read as float32
+    wpe_dtype: str = "float32"
+
+    def stored_dtype(self, table: str) -> str:
+        return {"wte": self.wte_dtype, "wpe": self.wpe_dtype}[table]
+
+    @property
+    def dequantised(self) -> tuple[str, ...]:
+        """The tables stored in another type than float32 (their float32 values are dequantised)."""
+        return tuple(t for t in ("wte", "wpe") if self.stored_dtype(t) != "float32")
 
     def describe(self) -> str:
-        return (f"{self.path} ({self.format}; {self.wte_name} {list(self.wte.shape)}, {self.wpe_name} "
-                f"{list(self.wpe.shape)}, float32: GPT-2 {self.size} by shape)")
+        if not self.dequantised:
+            return (f"{self.path} ({self.format}; {self.wte_name} {list(self.wte.shape)}, {self.wpe_name} "
+                    f"{list(self.wpe.shape)}, float32: GPT-2 {self.size} by shape)")
+        tables = ", ".join(f"{name} {list(shape)} {dtype}" for name, shape, dtype in (
+            (self.wte_name, self.wte.shape, self.wte_dtype), (self.wpe_name, self.wpe.shape, self.wpe_dtype)))
+        return f"{self.path} ({self.format}; {tables}, dequantised to float32: GPT-2 {self.size} by shape)"
 
 
 def _wrap(path: str, tensor: str | None, exc: BaseException) -> CheckpointError:
@@ -215,7 +232,13 @@ def _npz_tensor(path: str, npz, key: str) -> np.ndarray:
         raise _wrap(path, key, exc) from None
 
 
-READERS = {"safetensors": read_safetensors, "torch": read_torch, "tf": read_tf, "npz": read_npz}
+def read_gguf(path: str) -> dict[str, TensorInfo]:
+    from conformance.golden import gguf_reader  # imports this module: loaded on first use
+
+    return gguf_reader.read(path)
+
+
+READERS = {"safetensors": read_safetensors, "torch": read_torch, "tf": read_tf, "npz": read_npz, "gguf": read_gguf}
 
 
 # -- detection, table lookup, size recognition -------------------------------------------
@@ -230,7 +253,7 @@ def resolve_folder(path: str) -> str:
     for preferred in ("model.safetensors", "pytorch_model.bin"):
         if preferred in names:
             return os.path.join(path, preferred)
-    found = sorted(n for n in names if n.endswith((".safetensors", ".bin", ".pt", ".pth", ".npz")))
+    found = sorted(n for n in names if n.endswith((".safetensors", ".bin", ".pt", ".pth", ".npz", ".gguf")))
     if len(found) == 1:
         return os.path.join(path, found[0])
     raise CheckpointError(path, f"folder holds {len(found)} candidate checkpoint files ({', '.join(found) or 'none'}); "
@@ -245,7 +268,8 @@ def detect_format(path: str) -> str:
     if not os.path.exists(path):
         raise CheckpointError(path, "no such file")
     ext = os.path.splitext(path)[1].lower()
-    by_ext = {".safetensors": "safetensors", ".bin": "torch", ".pt": "torch", ".pth": "torch", ".npz": "npz"}
+    by_ext = {".safetensors": "safetensors", ".bin": "torch", ".pt": "torch", ".pth": "torch", ".npz": "npz",
+              ".gguf": "gguf"}
     if ext in by_ext:
         return by_ext[ext]
     with open(path, "rb") as f:
@@ -256,10 +280,12 @@ def detect_format(path: str) -> str:
         return "torch" if any(n.endswith("data.pkl") for n in names) else "npz"
     if head[:1] == b"\x80":
         return "torch"
+    if head.startswith(b"GGUF"):
+        return "gguf"
     if len(head) == 9 and head[8:9] == b"{":
         return "safetensors"
     raise CheckpointError(path, "unknown checkpoint format (expected .safetensors, torch .bin/.pt, a TF "
-                                "model.ckpt prefix/.index, or .npz)")
+                                "model.ckpt prefix/.index, .npz or .gguf)")
 
 
 def _is_table_name(name: str, table: str) -> bool:
@@ -297,10 +323,18 @@ def recognize_size(path: str, wte: TensorInfo, wpe: TensorInfo) -> tuple[str, in
     return next(name for name, n in gpt2.SIZES.items() if n == d), d
 
 
-def _check_float32(path: str, info: TensorInfo) -> None:
-    if info.dtype != "float32":
-        raise CheckpointError(path, f"dtype {info.dtype}, but the tables must be float32 (the real GPT-2 "
-                                    "tables and their reference digests are float32)", info.name)
+def _check_float32(path: str, info: TensorInfo, fmt: str) -> None:
+    if info.dtype == "float32":
+        return
+    if fmt == "gguf":  # llama.cpp files store tables in F16/BF16/Q8_0/...: read as their float32 values
+        from conformance.golden import gguf_reader
+
+        if gguf_reader.dequantised_to_float32(info.dtype):
+            return
+        raise CheckpointError(path, f"dtype {info.dtype}, but the tables must be float32 or a GGUF type that "
+                                    "dequantises to float32 (F16, BF16, Q8_0, ...)", info.name)
+    raise CheckpointError(path, f"dtype {info.dtype}, but the tables must be float32 (the real GPT-2 "
+                                "tables and their reference digests are float32)", info.name)
 
 
 def _load_float32(path: str, info: TensorInfo) -> np.ndarray:
@@ -320,8 +354,14 @@ def load_checkpoint(path: str, fmt: str | None = None) -> Checkpoint:
     if fmt not in READERS:
         raise CheckpointError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     infos = READERS[fmt](path)
-    wte, wpe = find_table(path, infos, "wte"), find_table(path, infos, "wpe")
-    _check_float32(path, wte)
-    _check_float32(path, wpe)
+    if fmt == "gguf":
+        from conformance.golden import gguf_reader
+
+        wte, wpe = gguf_reader.find_tables(path, infos)
+    else:
+        wte, wpe = find_table(path, infos, "wte"), find_table(path, infos, "wpe")
+    _check_float32(path, wte, fmt)
+    _check_float32(path, wpe, fmt)
     size, d = recognize_size(path, wte, wpe)
-    return Checkpoint(path, fmt, _load_float32(path, wte), _load_float32(path, wpe), wte.name, wpe.name, size, d)
+    return Checkpoint(path, fmt, _load_float32(path, wte), _load_float32(path, wpe), wte.name, wpe.name, size, d,
+                      wte.dtype, wpe.dtype)
