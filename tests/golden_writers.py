@@ -2,7 +2,9 @@
 
 safetensors.numpy.save_file; torch.save of a state_dict (zip, or the legacy stream); a TF
 checkpoint written by tf.compat.v1.train.Saver from variables named like OpenAI's (model/wte,
-model/wpe); np.savez. Each writer takes {name: float32 array} and returns the path to read.
+model/wpe); np.savez; gguf.GGUFWriter (llama.cpp's names token_embd.weight, position_embd.weight;
+tensors stored as F32 or quantised by gguf.quants.quantize). Each writer takes {name: array}
+and returns the path to read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 FORMATS = ("safetensors", "torch", "tf", "npz")
 HF_NAMES = {"wte": "wte.weight", "wpe": "wpe.weight"}  # HF openai-community/gpt2 model.safetensors
 TF_NAMES = {"wte": "model/wte", "wpe": "model/wpe"}  # OpenAI model.ckpt
+GGUF_NAMES = {"wte": "token_embd.weight", "wpe": "position_embd.weight"}  # llama.cpp (gguf_reader.py)
 
 
 def write_safetensors(directory, tensors: dict) -> str:
@@ -57,13 +60,35 @@ def write_npz(directory, tensors: dict) -> str:
     return path
 
 
+def write_gguf(directory, tensors: dict, types: dict | None = None, name: str = "model.gguf",
+               arch: str = "gpt2", big_endian: bool = False) -> str:
+    """tensors[k] stored as types[k] ("F32", "F16", "BF16", "Q8_0", ...: gguf.quants.quantize; a
+    uint8 array is taken as that type's raw blocks), or as its own numpy dtype when types has no
+    entry for it."""
+    gguf = pytest.importorskip("gguf")
+    path = os.path.join(directory, name)
+    writer = gguf.GGUFWriter(path, arch, endianess=gguf.GGUFEndian.BIG if big_endian else gguf.GGUFEndian.LITTLE)
+    for key, value in tensors.items():
+        if key in (types or {}):
+            qtype = gguf.GGMLQuantizationType[types[key]]
+            data = value if value.dtype == np.uint8 else gguf.quants.quantize(np.asarray(value, np.float32), qtype)
+            writer.add_tensor(key, data, raw_dtype=qtype if data.dtype == np.uint8 else None)
+        else:
+            writer.add_tensor(key, np.ascontiguousarray(value))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
 def write(fmt: str, directory, wte: np.ndarray, wpe: np.ndarray, extra: dict | None = None) -> str:
     """A GPT-2-shaped checkpoint in `fmt` with the names that format uses for real GPT-2."""
-    names = TF_NAMES if fmt == "tf" else HF_NAMES
+    names = {"tf": TF_NAMES, "gguf": GGUF_NAMES}.get(fmt, HF_NAMES)
     tensors = {names["wte"]: wte, names["wpe"]: wpe, **(extra or {})}
     os.makedirs(directory, exist_ok=True)
-    return {"safetensors": write_safetensors, "torch": write_torch, "tf": write_tf, "npz": write_npz}[fmt](
-        directory, tensors)
+    return {"safetensors": write_safetensors, "torch": write_torch, "tf": write_tf, "npz": write_npz,
+            "gguf": write_gguf}[fmt](directory, tensors)
 
 
 def random_wte(n_embd: int = 768, seed: int = 7) -> np.ndarray:
