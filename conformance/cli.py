@@ -90,6 +90,7 @@ def _run_one(name: str, args) -> "runner.res.SuiteResult":
     waiver_list = waivers.load(path) if path else []
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=args.adapter, checkpoint=args.checkpoint)
     waivers.apply(result, waiver_list)
+    result.parity = _fingerprint(name, result)
     print(report.scorecard(result), flush=True)
     if args.report_dir:
         for path in report.write_all(result, args.report_dir):
@@ -97,18 +98,14 @@ def _run_one(name: str, args) -> "runner.res.SuiteResult":
     return result
 
 
-def _parity(names: list[str], device: str) -> str:
-    """Each backend's max |diff| from the NumPy reference on the same inputs."""
+def _fingerprint(name: str, result) -> dict:
+    """The run's parity fingerprint (conformance.parity) for `merge`: one extra child process."""
     from conformance import parity
 
-    reference, why = parity.run_child("numpy")
-    if reference is None:
-        return f"parity: the NumPy reference failed: {why}"
-    diffs = {}
-    for name in names:
-        out, why = parity.run_child(name, device)
-        diffs[name] = parity.max_abs_diff(reference, out) if out is not None else f"failed: {why}"
-    return parity.table(diffs)
+    if result.error or result.exit_code == 3:
+        return {"error": "not computed: the backend did not run" if result.error else
+                "not computed: nothing was checked in this run"}
+    return parity.fingerprint_child(name, result.device)
 
 
 def _run_all(args) -> int:
@@ -124,7 +121,9 @@ def _run_all(args) -> int:
             continue
         results.append(_run_one(name, args))
     print("\n" + report.matrix(results, missing))
-    print("\n" + _parity([r.backend for r in results], args.device))
+    from conformance import parity
+
+    print("\n" + parity.table_from_fingerprints({r.backend: r.parity for r in results}))
     print(f"\nall backends: {time.perf_counter() - start:.0f} s")
     codes = [r.exit_code for r in results]
     return 1 if 1 in codes or not codes else (3 if all(c == 3 for c in codes) else 0)

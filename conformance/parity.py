@@ -1,6 +1,8 @@
 """Cross-backend parity: the same inputs through every backend, compared with the NumPy
-reference. Each backend runs in its own child process (`python -m conformance.parity NAME OUT`)
-so that one framework's crash cannot take the others down.
+reference. Each backend runs in its own child process (`python -m conformance.parity NAME
+OUT.json [DEVICE]`) so that one framework's crash cannot take the others down; the child writes
+the run's fingerprint (below), which `run` stores in its JSON report and `merge` compares
+across machines, devices and versions.
 
 Inputs: the suite's tables (seeded), a prefill of 1024 tokens from past_length 0, the cached
 decode of the last 24 positions, and the tied logits of 8 unit-scale h vectors. Expected: the
@@ -9,6 +11,7 @@ float32 embedding agrees bit for bit (max |diff| exactly 0); logits differ only 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -42,22 +45,6 @@ def outputs(factory, device: str = "cpu") -> dict[str, np.ndarray]:
             "logits": np.asarray(adapter.logits(x["h"]))}
 
 
-def run_child(name: str, device: str = "cpu", timeout: float = 600) -> tuple[dict[str, np.ndarray] | None, str]:
-    """(outputs, "") from a child process, or (None, why it failed)."""
-    with tempfile.TemporaryDirectory(prefix="gpt2c-parity-") as tmp:
-        path = os.path.join(tmp, "out.npz")
-        try:
-            child = subprocess.run([sys.executable, "-m", "conformance.parity", name, path, device],
-                                   capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None, f"timed out after {timeout:.0f} s"
-        if child.returncode != 0:
-            tail = (child.stderr.strip().splitlines() or ["(no output)"])[-1]
-            return None, f"exit code {child.returncode}: {tail}"
-        with np.load(path) as data:
-            return {k: data[k] for k in data.files}, ""
-
-
 def max_abs_diff(reference: dict, other: dict) -> dict[str, float]:
     out = {}
     for case in CASES:
@@ -75,9 +62,96 @@ def table(diffs: dict[str, dict[str, float] | str]) -> str:
     return "\n".join(lines)
 
 
+# -- fingerprints: parity across runs on different machines ------------------------------
+# A run cannot ship its outputs (h_prefill alone is 6 MiB), so it ships a fingerprint: the
+# sha256 of each output's float32 bytes (bit-identity between two runs is then a digest
+# comparison: h is a gather plus one IEEE addition, so CPU and GPU must agree exactly), the
+# full-array max |diff| from the NumPy reference computed in the same child process, and the
+# values at a fixed sample of positions, so `merge` can give max |diff| between any two runs
+# on those positions (for logits, summation order may differ between devices).
+FINGERPRINT_FORMAT = "gpt2-conformance-parity/1"
+REFERENCE = "numpy"
+SAMPLE_SIZE = {"h_prefill": 64, "h_decode": 64, "logits": 256}
+SAMPLE_SEED = 1024
+
+
+def sha256(array: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(array, dtype=np.float32).tobytes()).hexdigest()
+
+
+def sample_indices(case: str, size: int) -> list[int]:
+    """Flat positions sampled from an output with `size` elements: fixed by the case name, the
+    same in every run, so two runs' samples line up."""
+    rng = np.random.default_rng([SAMPLE_SEED, CASES.index(case)])
+    return sorted(int(i) for i in rng.choice(size, min(SAMPLE_SIZE[case], size), replace=False))
+
+
+def inputs_digest() -> str:
+    """sha256 over the ids, the tables and the head's input: two fingerprints are comparable
+    only when this agrees."""
+    import hashlib
+
+    from conformance.plugin import random_tables
+
+    digest = hashlib.sha256()
+    x = inputs()
+    for array in (x["ids"].astype(np.int64), x["h"], *random_tables(gpt2.N_EMBD_SMALL)):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def fingerprint(out: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict:
+    """What a run's JSON carries (SuiteResult.parity) for `merge` to compare runs with."""
+    diffs = max_abs_diff(reference, out)
+    cases = {}
+    for case in CASES:
+        array = np.asarray(out[case])
+        flat = array.reshape(-1)
+        index = sample_indices(case, flat.size)
+        cases[case] = {"shape": list(array.shape), "dtype": str(array.dtype), "sha256": sha256(array),
+                       "reference_sha256": sha256(reference[case]),
+                       "max_abs_diff": None if np.isnan(diffs[case]) else diffs[case],  # None: shapes differ
+                       "sample_index": index, "sample": [float(flat[i]) for i in index]}
+    return {"format": FINGERPRINT_FORMAT, "inputs_sha256": inputs_digest(), "reference": REFERENCE,
+            "inputs": "seeded float32 tables at d=768; h_prefill: 2 x 1024 ids from past_length 0; h_decode: the "
+                      "cached decode of positions 1000..1023; logits: the tied head of 2 x 4 unit-scale vectors",
+            "cases": cases}
+
+
+def fingerprint_child(name: str, device: str = "cpu", timeout: float = 600) -> dict:
+    """The fingerprint of backend `name`, from one child process (which also runs the NumPy
+    reference on the same inputs), or {"error": why it could not be computed}."""
+    with tempfile.TemporaryDirectory(prefix="gpt2c-parity-") as tmp:
+        path = os.path.join(tmp, "fingerprint.json")
+        try:
+            child = subprocess.run([sys.executable, "-m", "conformance.parity", name, path, device],
+                                   capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:.0f} s"}
+        if child.returncode != 0:
+            tail = (child.stderr.strip().splitlines() or ["(no output)"])[-1]
+            return {"error": f"exit code {child.returncode}: {tail}"}
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+
+def table_from_fingerprints(fingerprints: dict[str, dict]) -> str:
+    """The console parity table of `run --backend all`, from each run's fingerprint (no
+    second pass through the backends)."""
+    diffs = {}
+    for name, fp in fingerprints.items():
+        diffs[name] = (f"failed: {fp['error']}" if "error" in fp else
+                       {c: float("nan") if v["max_abs_diff"] is None else v["max_abs_diff"] for c, v in fp["cases"].items()})
+    return table(diffs)
+
+
 if __name__ == "__main__":
     from conformance import registry
 
     name, path = sys.argv[1], sys.argv[2]
     device = sys.argv[3] if len(sys.argv) > 3 else "cpu"
-    np.savez(path, **outputs(registry.resolve(name), device))
+    result = fingerprint(outputs(registry.resolve(name), device), outputs(registry.resolve(REFERENCE)))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f)
