@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from conformance.gpt2 import N_VOCAB
+
 
 def describe_ids(ids: np.ndarray) -> str:
-    if ids.size == 0:
-        return f"{ids.dtype}{list(ids.shape)}"
-    return f"{ids.dtype}{list(ids.shape)} in [{ids.min()}, {ids.max()}]"
+    from conformance.strategies import layout_of
+
+    layout = layout_of(ids)
+    text = f"{ids.dtype}{list(ids.shape)}" + (f" {layout}" if layout else "")
+    return text if ids.size == 0 else f"{text} in [{ids.min()}, {ids.max()}]"
 
 
 def describe_call(method: str, ids: np.ndarray | None = None, past_length=None, **more) -> str:
@@ -20,7 +24,7 @@ def describe_call(method: str, ids: np.ndarray | None = None, past_length=None, 
     if ids is not None:
         parts.append(f"ids={describe_ids(ids)}")
     if past_length is not None:
-        parts.append(f"past_length={past_length!r}")
+        parts.append(f"past_length={past_length!r}")  # repr: np.int64(5) and array(5) show their form
     parts += [f"{k}={v}" for k, v in more.items()]
     return f"{method}({', '.join(parts)})"
 
@@ -30,6 +34,14 @@ def as_array(out, call: str) -> np.ndarray:
     if not isinstance(out, np.ndarray):
         raise AssertionError(f"{call} returned {type(out).__name__}, but should return numpy.ndarray")
     return out
+
+
+def as_logits(out, h: np.ndarray, call: str) -> np.ndarray:
+    """The logits as [B, T, V]: a result of the right size in another shape is SHAPE-LOGITS'
+    to judge, not these clauses'."""
+    out = as_array(out, call)
+    want = h.shape[:-1] + (N_VOCAB,)
+    return out.reshape(want) if out.size == int(np.prod(want)) else out
 
 
 def assert_shape(out, shape: tuple, call: str, what: str = "out") -> np.ndarray:
@@ -107,8 +119,40 @@ def describe_returned(out) -> str:
 
 def assert_raises(fn, call: str, why: str) -> BaseException:
     """fn() must raise (any Exception); returns it. `why` is the rule, for the message."""
+    from conformance.guard import SuiteError
+
     try:
         out = fn()
+    except SuiteError:
+        raise  # the suite's own failure (a call outside the claims) is never the raise asked for
     except Exception as exc:  # noqa: BLE001 - any exception is a raise; BOUNDS-MESSAGE judges its kind
         return exc
     raise AssertionError(f"{call} {describe_returned(out)}, but should raise ({why})")
+
+
+def changed_row(table: np.ndarray, row: int, seed: int) -> np.ndarray:
+    """A copy of `table` whose row `row` moved by 0.5 to 1.5 in every element: far more than any
+    rounding of a sum with a row of the other table, so every element of h that reads it moves."""
+    out = table.copy()
+    out[row] += np.float32(0.5) + np.random.default_rng(seed).random(table.shape[1], dtype=np.float32)
+    return out
+
+
+def assert_moves_exactly_at(before: np.ndarray, after: np.ndarray, where: np.ndarray, call: str, why: str) -> None:
+    """h changed in every element of the rows where `where` [B, T] is True, and nowhere else."""
+    before, after = np.asarray(before), as_array(after, call)
+    if after.shape != before.shape:
+        raise AssertionError(f"h.shape={after.shape}, but should be {before.shape} as before {why} [{call}]")
+    moved = (after.view(np.uint32) != before.view(np.uint32))
+    stray = moved & ~where[..., None]
+    if stray.any():
+        b, t, j = (int(i) for i in np.argwhere(stray)[0])
+        raise AssertionError(f"h[{b}, {t}, {j}] changed from {float(before[b, t, j]):.9g} to {float(after[b, t, j]):.9g} "
+                             f"after {why}, but that row should not be read there [{call}]; "
+                             f"{int(stray.any(-1).sum())} (b, t) rows moved that should not")
+    still = ~moved & where[..., None]
+    if still.any():
+        b, t, j = (int(i) for i in np.argwhere(still)[0])
+        raise AssertionError(f"h[{b}, {t}, {j}]={float(after[b, t, j]):.9g} did not change after {why}, but h must "
+                             f"read that row there [{call}]; {int(still.sum())} of {int(where.sum()) * after.shape[-1]} elements "
+                             "did not move")

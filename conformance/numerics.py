@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
-MANTISSA_BITS = {"float32": 23, "float16": 10, "bfloat16": 7}  # stored fraction bits
+UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "tf32": 2.0**-11, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+MANTISSA_BITS = {"float32": 23, "tf32": 10, "float16": 10, "bfloat16": 7}  # stored fraction bits
 MIN_NORMAL_EXP = {"float32": -126, "float16": -14, "bfloat16": -126}
 
 
@@ -29,6 +29,15 @@ def gamma(n: int, u: float) -> float:
     return n * u / (1 - n * u)
 
 
+def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
+    """float32 values rounded to nearest-even at `bits` fraction bits (float32's exponent range
+    kept): bfloat16 at 7 bits, TF32 (the tensor-core float32 matmul mode) at 10."""
+    drop = 23 - bits
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + ((1 << (drop - 1)) - 1) + ((b >> drop) & 1)) & (0xFFFFFFFF ^ ((1 << drop) - 1))
+    return b.astype(np.uint32).view(np.float32)
+
+
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
     """float32 values rounded to nearest-even in `dtype`, returned as float32 (exact)."""
     x = np.asarray(x, dtype=np.float32)
@@ -36,11 +45,18 @@ def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
         return x.copy()
     if dtype == "float16":
         return x.astype(np.float16).astype(np.float32)
-    if dtype == "bfloat16":
-        bits = x.view(np.uint32).astype(np.uint64)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        return bits.astype(np.uint32).view(np.float32)
+    if dtype in ("bfloat16", "tf32"):
+        return round_mantissa(x, MANTISSA_BITS[dtype])
     raise ValueError(f"round_to_dtype: unknown dtype {dtype!r}")
+
+
+def rounded_inputs_factor(d: int, inputs: str) -> float:
+    """Relative bound (times |h| @ |wte|^T) for a length-d dot product whose two inputs were each
+    rounded to `inputs` (unit roundoff u) and then accumulated in float32: each product is off by
+    at most (2u + u^2) of |x y|, and the float32 sum adds gamma_d(float32) of the rounded inputs'
+    magnitudes, at most (1 + u)^2 times the originals'. Plus the float64 reference's own gamma_d."""
+    u = UNIT_ROUNDOFF[inputs]
+    return 2 * u + u * u + gamma(d, UNIT_ROUNDOFF["float32"]) * (1 + u) ** 2 + gamma(d, UNIT_ROUNDOFF["float64"])
 
 
 def round_float64_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.numerics import UNIT_ROUNDOFF, gamma, round_float64_to_dtype
+from conformance.numerics import UNIT_ROUNDOFF, gamma, round_float64_to_dtype, round_to_dtype, rounded_inputs_factor
+
+# The structural head check allows inputs rounded to bfloat16 (the coarsest a float32 matmul is
+# run in by default anywhere: TF32's 10-bit mantissas on recent GPUs, bfloat16 passes on TPUs):
+# loose enough that reduced precision passes, tight enough (2^-7 of |h| @ |wte|^T) that a
+# missing or scaled head, a bias or another matrix does not.
+STRUCTURAL_INPUTS = "bfloat16"
 
 
 def positions(seq_len: int, past_length: int) -> np.ndarray:
@@ -28,11 +34,8 @@ def embedding(wte: np.ndarray, wpe: np.ndarray, ids: np.ndarray, past_length: in
     return round_float64_to_dtype(exact, dtype)
 
 
-def tied_logits(h: np.ndarray, wte: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(logits in float64, an error bound any float32-accumulated implementation meets).
-
-    Bound: gamma_d(float32) * |h| @ |wte|^T (see numerics), plus the float64 reference's own
-    gamma_d(float64) term."""
+def _products(h: np.ndarray, wte: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(h @ wte^T, |h| @ |wte|^T) in float64."""
     h64 = h.astype(np.float64)
     abs_h = np.abs(h64)
     exact = np.empty(h.shape[:-1] + (wte.shape[0],))
@@ -41,14 +44,47 @@ def tied_logits(h: np.ndarray, wte: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         w64 = wte[start : start + 4096].astype(np.float64)
         exact[..., start : start + 4096] = h64 @ w64.T
         magnitude[..., start : start + 4096] = abs_h @ np.abs(w64).T
+    return exact, magnitude
+
+
+def tied_logits(h: np.ndarray, wte: np.ndarray, inputs: str = "float32") -> tuple[np.ndarray, np.ndarray]:
+    """(logits in float64, an error bound any float32-accumulated implementation meets).
+
+    inputs="float32": gamma_d(float32) * |h| @ |wte|^T (see numerics), plus the float64
+    reference's own gamma_d(float64) term. inputs="bfloat16" (STRUCTURAL_INPUTS) or "tf32": the
+    bound when both inputs were first rounded to that format (numerics.rounded_inputs_factor)."""
+    exact, magnitude = _products(h, wte)
     d = h.shape[-1]
-    bound = (gamma(d, UNIT_ROUNDOFF["float32"]) + gamma(d, UNIT_ROUNDOFF["float64"])) * magnitude
-    return exact, bound
+    if inputs == "float32":
+        factor = gamma(d, UNIT_ROUNDOFF["float32"]) + gamma(d, UNIT_ROUNDOFF["float64"])
+    else:
+        factor = rounded_inputs_factor(d, inputs)
+    return exact, factor * magnitude
 
 
-def gradients(wte, wpe, ids, past_length, cot_h, cot_logits):
+def likely_head_precision(h: np.ndarray, wte: np.ndarray, logits: np.ndarray) -> str:
+    """A clause for a failure message: which reduced input precision the head's errors fit.
+
+    Rounds h and wte as a TF32 or bfloat16 matmul would, computes that product in float64, and
+    names the first format whose product the logits match within the float32 bound."""
+    d = h.shape[-1]
+    factor = gamma(d, UNIT_ROUNDOFF["float32"]) + gamma(d, UNIT_ROUNDOFF["float64"])
+    logits = np.asarray(logits, np.float64).reshape(h.shape[:-1] + (wte.shape[0],))
+    for fmt, what in (("tf32", "TF32 inputs (10-bit mantissas: a float32 matmul in TF32 mode, the default of "
+                                "TensorFlow and JAX on Ampere and newer GPUs, torch with allow_tf32)"),
+                      ("bfloat16", "bfloat16 inputs (7-bit mantissas: a matmul run in bfloat16)")):
+        emulated, magnitude = _products(round_to_dtype(h, fmt), round_to_dtype(wte, fmt))
+        if np.all(np.abs(logits - emulated) <= factor * magnitude):
+            return f"; the errors fit {what}"
+    return ""
+
+
+def gradients(wte, wpe, ids, past_length, cot_h, cot_logits, h=None):
     """(dL/dwte, dL/dwpe, bound_wte, bound_wpe) in float64 for
     L = sum(cot_h * h) + sum(cot_logits * (h @ wte^T)), h = wte[ids] + wpe[positions].
+
+    h: the implementation's own h, if given, in the projection role (cot_logits^T @ h): then a
+    wrong h is LOOKUP-EXACT's to judge, and this checks only that both roles reach dL/dwte.
 
     dL/dh = cot_h + cot_logits @ wte; wte gets dL/dh scattered to the looked-up rows (the
     gather role) plus cot_logits^T @ h (the projection role); wpe gets dL/dh summed over
@@ -68,7 +104,7 @@ def gradients(wte, wpe, ids, past_length, cot_h, cot_logits):
         return d_wte, d_wpe
 
     w64, p64 = wte.astype(np.float64), wpe.astype(np.float64)
-    h64 = w64[ids] + p64[pos][None]
+    h64 = w64[ids] + p64[pos][None] if h is None else np.asarray(h, np.float64)
     ch, cl = cot_h.astype(np.float64), cot_logits.astype(np.float64)
     d_wte, d_wpe = run(w64, p64, ch, cl, h64)
     abs_wte, abs_wpe = run(np.abs(w64), np.abs(p64), np.abs(ch), np.abs(cl), np.abs(h64))

@@ -22,7 +22,8 @@ import pytest
 
 from conformance import gpt2, spec
 from conformance.adapter import AdapterConfig, capabilities_of
-from conformance.results import NOT_CLAIMED_PREFIX, UNAVAILABLE_PREFIX
+from conformance.guard import GuardedFactory, SuiteError, raised_by_adapter
+from conformance.results import NOT_CLAIMED_PREFIX, SUITE_ERROR_PREFIX, UNAVAILABLE_PREFIX
 
 TABLE_SEED = 20190214  # GPT-2's release date; any fixed seed works, fixed makes runs repeatable
 
@@ -91,19 +92,47 @@ def pytest_runtest_setup(item):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its error messages
+_FRAMEWORK_NOISE = ("Traceback", "File \"", "Stack trace", "Exception encountered when calling")
 
 
-def _one_line(excinfo) -> str:
+def _first_line(exc: BaseException) -> str:
+    """The exception's first meaningful line: frameworks put multi-kilobyte stack traces in
+    their messages (TensorFlow), which belong in the log, not in a one-line verdict."""
+    lines = [ln.strip() for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Exception encountered when calling"):  # Keras: the layer, then the cause
+        return " ".join(lines[:2])[:500]
+    meaningful = [ln for ln in lines if not ln.startswith(_FRAMEWORK_NOISE)]
+    return (meaningful or lines or [""])[0][:500]
+
+
+def _where(exc: BaseException) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    return f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+
+
+def _is_verdict(exc: BaseException) -> bool:
+    """An assertion of the suite (or pytest.fail, a pytest-timeout, hypothesis finding the
+    implementation flaky): the implementation's result, judged."""
+    import hypothesis.errors
+
+    return (isinstance(exc, (AssertionError, hypothesis.errors.Flaky)) or type(exc).__name__ == "Failed")
+
+
+def classify(excinfo) -> tuple[str, str]:
+    """("failed" | "error", one-line message) for a test's exception: "failed" when the
+    implementation is judged (an assertion, or an exception the adapter raised), "error" when
+    the suite itself failed (its data, its code, a call it should not have made)."""
     exc = excinfo.value
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # hypothesis: several distinct failures
         exc = exc.exceptions[0]
-    lines = [ln.strip() for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
-    text = " ".join(lines[:2]) if lines and lines[0].startswith("Exception encountered when calling") else (lines or [""])[0]
-    if isinstance(exc, AssertionError) or type(exc).__name__ in ("Failed", "Skipped"):
-        return text
-    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
-    return f"adapter raised {type(exc).__name__}{where}: {text}"
+    if not isinstance(exc, SuiteError):
+        method = raised_by_adapter(exc)
+        if method:
+            return "failed", f"adapter raised {type(exc).__name__}{_where(exc)}: {_first_line(exc)}"
+        if _is_verdict(exc):
+            return "failed", _first_line(exc)
+    return "error", f"{SUITE_ERROR_PREFIX}{type(exc).__name__}{_where(exc)}: {_first_line(exc)} (the suite's own " \
+                    "failure, not the implementation's)"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -118,10 +147,16 @@ def pytest_runtest_makereport(item, call):
         if report.skipped:
             message = str(call.excinfo.value.msg if hasattr(call.excinfo.value, "msg") else call.excinfo.value)
         else:
-            message = _one_line(call.excinfo)
+            kind, message = classify(call.excinfo)
             if call.when != "call":
                 message = f"{call.when} failed: {message}"
+            report.user_properties.append(("gpt2c_outcome", kind))
         report.user_properties.append(("gpt2c_message", message))
+
+
+def outcome_of(report) -> str:
+    """passed / failed / skipped / error ("error": the suite's own failure, see classify)."""
+    return dict(report.user_properties).get("gpt2c_outcome", report.outcome)
 
 
 class _ResultsFile:
@@ -149,7 +184,7 @@ class _ResultsFile:
                                                        "message": "", "duration": 0.0})
         rec["duration"] += report.duration
         if report.outcome != "passed" and rec["outcome"] == "passed":
-            rec["outcome"], rec["message"] = report.outcome, props.get("gpt2c_message", "")
+            rec["outcome"], rec["message"] = outcome_of(report), props.get("gpt2c_message", "")
         if report.when == "teardown":
             self._write(self._pending.pop(report.nodeid))
 
@@ -164,7 +199,10 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session")
 def adapter_factory(request):
-    return request.config._gpt2c_factory
+    """The adapter's factory behind the guard (conformance/guard.py): it refuses calls outside
+    the claims and marks the adapter's own exceptions."""
+    factory = request.config._gpt2c_factory
+    return GuardedFactory(factory, capabilities_of(factory))
 
 
 @pytest.fixture(scope="session")
@@ -192,22 +230,30 @@ def tables():
     return random_tables(gpt2.N_EMBD_SMALL)
 
 
+def skip_unless_buildable(capabilities, n_embd: int, dtype: str) -> None:
+    """An adapter of this size and dtype is claimed (the device is checked at setup)."""
+    skip_unless_claimed(capabilities, f"size:{n_embd}")
+    skip_unless_claimed(capabilities, f"dtype:{dtype}")
+
+
 @pytest.fixture(scope="session")
-def adapter(adapter_factory, device, tables):
+def adapter(adapter_factory, capabilities, device, tables):
     """One float32, d = 768 adapter loaded with the suite's tables, shared by every test that
     only reads it (loading 154 MB per test would dominate the run). Tests that change tables
     or need another dtype or size use make_adapter."""
+    skip_unless_buildable(capabilities, gpt2.N_EMBD_SMALL, "float32")
     instance = adapter_factory(AdapterConfig(n_embd=gpt2.N_EMBD_SMALL, dtype="float32", device=device))
     instance.load_tables(*tables)
     return instance
 
 
 @pytest.fixture
-def make_adapter(adapter_factory, device, tables):
+def make_adapter(adapter_factory, capabilities, device, tables):
     """make_adapter(n_embd=768, dtype="float32", load=True) -> a fresh adapter; load=True
-    loads the suite's tables (d = 768 only)."""
+    loads the suite's tables (d = 768 only). Skips as not claimed when the size or dtype is not."""
 
     def make(n_embd: int = gpt2.N_EMBD_SMALL, dtype: str = "float32", load: bool = True):
+        skip_unless_buildable(capabilities, n_embd, dtype)
         adapter = adapter_factory(AdapterConfig(n_embd=n_embd, dtype=dtype, device=device))
         if load:
             adapter.load_tables(*tables)
@@ -234,8 +280,11 @@ def golden_tables(request):
 
     path = request.config.getoption("--checkpoint")
     if not path:
-        return data.shipped_tables(request.getfixturevalue("tables")[0])
+        try:
+            return data.shipped_tables(request.getfixturevalue("tables")[0])
+        except (OSError, ValueError) as exc:  # missing or corrupted fixtures: the suite's data, not the adapter
+            raise SuiteError(f"the shipped golden data could not be read: {exc}") from None
     try:
         return data.checkpoint_tables(path)
     except readers.CheckpointError as exc:
-        pytest.fail(f"--checkpoint: {exc}", pytrace=False)
+        raise SuiteError(f"--checkpoint: {exc}") from None

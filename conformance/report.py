@@ -24,8 +24,9 @@ def scorecard(result: res.SuiteResult) -> str:
     for stale in result.stale_waivers:
         lines.append(f"  STALE WAIVER: {stale}")
     waived = f"{counts[res.WAIVED]} waived, " if counts[res.WAIVED] else ""
-    lines.append(f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{counts[res.NOT_CLAIMED]} not claimed, "
-                 f"{counts[res.SKIPPED]} skipped in {result.duration:.1f} s")
+    errors = f"{counts[res.ERROR]} suite error(s) (not the implementation's), " if counts[res.ERROR] else ""
+    lines.append(f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{errors}{counts[res.NOT_CLAIMED]} "
+                 f"not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s")
     return "\n".join(lines)
 
 
@@ -38,7 +39,8 @@ def to_junit(result: res.SuiteResult) -> str:
     counts = result.by_status()
     suite = ET.Element("testsuite", name=f"gpt2-conformance[{result.backend}-{result.device}]",
                        tests=str(len(result.clauses)), failures=str(counts[res.FAIL]),
-                       skipped=str(counts[res.NOT_CLAIMED] + counts[res.SKIPPED]), errors="1" if result.error else "0",
+                       skipped=str(counts[res.NOT_CLAIMED] + counts[res.SKIPPED]),
+                       errors=str(counts[res.ERROR] + (1 if result.error else 0)),
                        time=f"{result.duration:.3f}")
     if result.error:
         ET.SubElement(suite, "error", message=result.error)
@@ -48,6 +50,8 @@ def to_junit(result: res.SuiteResult) -> str:
         if c.status == res.FAIL:
             ET.SubElement(case, "failure", message=c.message).text = "\n".join(
                 f"{t.nodeid}: {t.message}" for t in c.tests if t.status == res.FAIL)
+        elif c.status == res.ERROR:  # JUnit's own word for "the harness failed", not the code under test
+            ET.SubElement(case, "error", message=c.message)
         elif c.status == res.WAIVED:
             ET.SubElement(case, "skipped", message=f"deviation (waived): {c.message}")
         elif c.status in (res.NOT_CLAIMED, res.SKIPPED):
@@ -59,6 +63,7 @@ def to_markdown(result: res.SuiteResult) -> str:
     counts = result.by_status()
     lines = [f"# gpt2-conformance: {result.backend} on {result.device}", "",
              f"Spec {result.spec_version}. {counts[res.PASS]} passed, {counts[res.FAIL]} failed, "
+             f"{counts[res.WAIVED]} waived, {counts[res.ERROR]} suite errors, "
              f"{counts[res.NOT_CLAIMED]} not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s.", ""]
     if result.environment.get("golden_data"):
         lines += [f"Golden data: {result.environment['golden_data']}.", ""]
@@ -86,7 +91,8 @@ def write_all(result: res.SuiteResult, directory: str) -> list[str]:
 def matrix(results: list[res.SuiteResult], missing: dict[str, str]) -> str:
     """Clause x backend verdicts of a `--backend all` run, in Markdown."""
     names = [r.backend for r in results] + list(missing)
-    short = {res.PASS: "PASS", res.FAIL: "FAIL", res.WAIVED: "waived", res.NOT_CLAIMED: "n/c", res.SKIPPED: "skip"}
+    short = {res.PASS: "PASS", res.FAIL: "FAIL", res.WAIVED: "waived", res.NOT_CLAIMED: "n/c", res.SKIPPED: "skip",
+             res.ERROR: "ERROR"}
     lines = ["| Clause | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for i, c in enumerate(results[0].clauses if results else []):
         cells = [short[r.clauses[i].status] for r in results] + ["not installed"] * len(missing)

@@ -8,15 +8,22 @@ from conformance import spec
 
 PASS, FAIL, NOT_CLAIMED, SKIPPED = "PASS", "FAIL", "NOT CLAIMED", "SKIPPED"
 WAIVED = "DEVIATION (WAIVED)"  # a failure listed in the implementation's waiver file
+ERROR = "ERROR"  # the suite itself could not judge the clause: never counted against the adapter
+STATUSES = (PASS, FAIL, WAIVED, NOT_CLAIMED, SKIPPED, ERROR)
 NOT_CLAIMED_PREFIX = "not claimed: "  # skip reasons for missing capabilities
 UNAVAILABLE_PREFIX = "unavailable: "  # skip reasons for the environment (no GPU, ...)
+SUITE_ERROR_PREFIX = "suite error: "  # a failure of the suite's own (missing data, a suite bug)
+REPORT_FORMAT = "gpt2-conformance-report/2"  # the JSON layout below; `merge` checks it
+
+# Exit codes of `run` (and `golden`): one meaning each, so a CI gate can tell them apart
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_NOTHING_CHECKED, EXIT_SUITE_ERROR = 0, 1, 2, 3, 4
 
 
 @dataclass
 class TestOutcome:
     nodeid: str
     clause: str
-    outcome: str  # "passed" | "failed" | "skipped"
+    outcome: str  # "passed" | "failed" | "skipped" | "error" (the suite's own failure)
     message: str = ""
     duration: float = 0.0
 
@@ -26,6 +33,8 @@ class TestOutcome:
             return PASS
         if self.outcome == "skipped":
             return NOT_CLAIMED if self.message.startswith(NOT_CLAIMED_PREFIX) else SKIPPED
+        if self.outcome == "error":
+            return ERROR
         return FAIL
 
 
@@ -35,6 +44,7 @@ class ClauseResult:
     status: str
     message: str
     tests: list[TestOutcome] = field(default_factory=list)
+    waiver: dict = field(default_factory=dict)  # {"reason", "link"} when a waiver applies
 
     @property
     def counts(self) -> dict[str, int]:
@@ -54,9 +64,11 @@ class SuiteResult:
     environment: dict = field(default_factory=dict)
     error: str = ""  # the backend could not be run at all
     stale_waivers: list[str] = field(default_factory=list)
+    parity: dict = field(default_factory=dict)  # conformance.parity fingerprints, when computed
+    created: str = ""  # ISO 8601 UTC time the run finished
 
     def by_status(self) -> dict[str, int]:
-        out = {PASS: 0, FAIL: 0, WAIVED: 0, NOT_CLAIMED: 0, SKIPPED: 0}
+        out = dict.fromkeys(STATUSES, 0)
         for c in self.clauses:
             out[c.status] += 1
         return out
@@ -64,47 +76,62 @@ class SuiteResult:
     def failed(self) -> list[str]:
         return [c.clause.id for c in self.clauses if c.status == FAIL]
 
+    def errors(self) -> list[str]:
+        return [c.clause.id for c in self.clauses if c.status == ERROR]
+
     @property
     def exit_code(self) -> int:
         """0: every claimed clause passed (a waived deviation does not fail the gate); 1: a
-        clause failed or the backend did not run; 3: nothing was checked (every clause not
-        claimed or skipped)."""
+        clause failed or the backend did not run; 4: no clause failed, but the suite could not
+        judge some (ERROR: its own data or code failed, not the implementation); 3: nothing was
+        checked (every clause not claimed or skipped)."""
         counts = self.by_status()
         if self.error or counts[FAIL]:
-            return 1
-        return 0 if counts[PASS] else 3
+            return EXIT_FAIL
+        if counts[ERROR]:
+            return EXIT_SUITE_ERROR
+        return EXIT_PASS if counts[PASS] or counts[WAIVED] else EXIT_NOTHING_CHECKED
 
     def to_dict(self) -> dict:
         return {
+            "format": REPORT_FORMAT,
             "backend": self.backend,
             "device": self.device,
             "spec_version": self.spec_version,
+            "created": self.created,
             "duration_s": round(self.duration, 3),
             "environment": self.environment,
             "error": self.error,
+            "exit_code": self.exit_code,
             "summary": self.by_status(),
             "stale_waivers": self.stale_waivers,
+            "parity": self.parity,
             "clauses": [
                 {"id": c.clause.id, "group": c.clause.group, "title": c.clause.title, "status": c.status,
-                 "message": c.message, "tests": [asdict(t) | {"status": t.status} for t in c.tests]}
+                 "message": c.message, "waiver": c.waiver,
+                 "tests": [asdict(t) | {"status": t.status} for t in c.tests]}
                 for c in self.clauses
             ],
         }
 
 
 def aggregate(outcomes: list[TestOutcome]) -> list[ClauseResult]:
-    """One verdict per clause, in spec order: FAIL if any test failed; else PASS if any
-    passed; else NOT CLAIMED if every test was not claimed; else SKIPPED. A clause with no
-    test at all is a FAIL of the suite itself, never a pass."""
+    """One verdict per clause, in spec order: FAIL if any test failed; else ERROR if the suite
+    could not judge a test (its own failure); else PASS if any passed; else NOT CLAIMED if every
+    test was not claimed; else SKIPPED. A clause with no test at all is an ERROR of the suite
+    itself, never a pass."""
     results = []
     for c in spec.CLAUSES:
         tests = [t for t in outcomes if t.clause == c.id]
         statuses = [t.status for t in tests]
         if not tests:
-            status, message = FAIL, "no test ran for this clause"
+            status, message = ERROR, f"{SUITE_ERROR_PREFIX}no test ran for this clause"
         elif FAIL in statuses:
             first = next(t for t in tests if t.status == FAIL)
             status, message = FAIL, first.message
+        elif ERROR in statuses:
+            first = next(t for t in tests if t.status == ERROR)
+            status, message = ERROR, first.message
         elif PASS in statuses:
             status = PASS
             others = [t for t in tests if t.status != PASS]

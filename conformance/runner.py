@@ -14,6 +14,7 @@ import io
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,7 @@ import time
 
 from conformance import results as res
 from conformance import spec
-from conformance.plugin import InjectedFactory
+from conformance.plugin import InjectedFactory, outcome_of
 
 SUITE = "conformance.suite"
 DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
@@ -39,7 +40,7 @@ class _Collector:
         current = self.outcomes.setdefault(report.nodeid, res.TestOutcome(report.nodeid, props["gpt2c_clause"], "passed"))
         current.duration += report.duration
         if report.outcome != "passed" and current.outcome == "passed":
-            current.outcome, current.message = report.outcome, props.get("gpt2c_message", "")
+            current.outcome, current.message = outcome_of(report), props.get("gpt2c_message", "")
 
 
 def environment(checkpoint: str | None = None) -> dict:
@@ -135,11 +136,21 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
                     error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
                 break
             reason = (f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed" if hung
-                      else f"crashed: the test process died with exit code {child.returncode} during this test")
+                      else f"crashed: the test process died ({_death(child.returncode)}) during this test")
             node_clauses = node_clauses or _collect_clauses(base, env)
             outcomes[in_flight] = res.TestOutcome(in_flight, node_clauses.get(in_flight, ""), "failed", reason)
     return res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
                            time.perf_counter() - start, environment(checkpoint), error)
+
+
+def _death(returncode: int) -> str:
+    """How a child died: the signal by name (a segfault in native code is SIGSEGV), else the code."""
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
 
 
 def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:

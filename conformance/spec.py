@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPEC_VERSION = "1.1"  # 1.1: GOLDEN clauses
+SPEC_VERSION = "1.2"  # 1.1: GOLDEN clauses; 1.2: TIED-LOGITS-FLOAT32, relations, past_length forms
 
 MODEL_PY = "openai/gpt-2 src/model.py"  # as of commit 9b63575 (line numbers below)
 PAPER = "Radford et al. 2019, Language Models are Unsupervised Multitask Learners"
@@ -60,40 +60,46 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} lines 170-172", ("tied_head",)),
     # -- LOOKUP ----------------------------------------------------------------------
     Clause("LOOKUP-EXACT", "LOOKUP", "h == wte[X] + wpe[p] bit for bit in float32",
-           "h[b, t] = wte[X[b, t]] + wpe[past_length + t]; in float32 this is one IEEE addition, so "
-           "h equals the float32 sum bit for bit (tolerance 0), for every id in [0, 50257) and "
-           "position in [0, 1024).",
+           "h[b, t] = wte[X[b, t]] + wpe[t] at past_length 0; in float32 this is one IEEE addition, "
+           "so h equals the float32 sum bit for bit (tolerance 0), for every id in [0, 50257), every "
+           "position in [0, 1024) (T up to 1024), batches up to 64 and ids in any memory layout. "
+           "Offsets are POSITIONS-OFFSET's, which relates them to this forward.",
            f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
     Clause("LOOKUP-NO-SCALE", "LOOKUP", "No sqrt(d) or other scaling",
-           "With wpe zeroed, h == wte[X] exactly; with wte zeroed, h == wpe[p] exactly. No factor "
-           "(sqrt(d) as in the Transformer base model, a max-norm renormalisation, or any other) is "
-           "applied to either term, whatever the rows' norms.",
+           "With wpe zeroed, every h[b, t] is exactly a row of wte; with wte zeroed, exactly a row of "
+           "wpe. No factor (sqrt(d) as in the Transformer base model, a max-norm renormalisation, or "
+           "any other) is applied to either term, whatever the rows' norms.",
            f"{MODEL_PY} line 157; {SEED_EMBEDDING} (Watch-outs)"),
     Clause("LOOKUP-NO-EXTRA", "LOOKUP", "No token-type embedding, bias or norm on the sum",
            "With both tables zero, h is exactly zero: nothing else (a token-type or segment "
            "embedding, a bias, a LayerNorm) is added to or applied on the sum.",
            f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
     Clause("LOOKUP-NO-DROPOUT", "LOOKUP", "No dropout at inference",
-           "In inference, embedding the same input twice gives bit-identical outputs equal to "
-           "the formula: no dropout mask or 1/(1-p) rescale.",
+           "In inference, embedding the same input again gives bit-identical outputs: no dropout "
+           "mask (a deterministic 1/(1-p) rescale is LOOKUP-NO-SCALE's).",
            f"{MODEL_PY} (no dropout in the public graph); {SEED_EMBEDDING}"),
     Clause("LOOKUP-LEARNED-POSITIONS", "LOOKUP", "Positions come from the learned wpe table",
-           "Changing wpe row p changes h exactly at position p by that difference and nowhere "
-           "else: positions are learned rows, not sinusoids or any function of p.",
+           "Changing wpe row p moves every element of h at position p and nothing else: positions "
+           "are learned rows, not sinusoids or any function of p.",
            f"{MODEL_PY} lines 152-153, 157; {SEED_EMBEDDING}"),
     Clause("LOOKUP-BATCH-INDEPENDENT", "LOOKUP", "Batch rows are independent",
-           "Each row of a batch equals the same sequence embedded alone with the same past_length.",
+           "Each row of a batch (B up to 64) equals the same sequence embedded alone with the same "
+           "past_length.",
            f"{MODEL_PY} lines 144-147, 157"),
     Clause("LOOKUP-ID-DTYPES", "LOOKUP", "int32 and int64 ids accepted",
-           "ids of dtype int32 and int64 are both accepted and give the same h, for ids up to 50256.",
+           "ids of dtype int32 and int64 are both accepted and give the same h (each other's, bit "
+           "for bit), for ids up to 50256.",
            f"{MODEL_PY} (X is int32 in the sampler); {SEED_WTE}"),
     # -- POSITIONS -------------------------------------------------------------------
     Clause("POSITIONS-OFFSET", "POSITIONS", "p_t = past_length + t",
-           "With past_length k, token t of the input uses wpe[k + t], never wpe[t].",
+           "With past_length k, token t of the input is embedded at position k + t, never t: the "
+           "cached call equals rows k.. of the full forward of the whole sequence from past_length "
+           "0, bit for bit. past_length may be a Python int, a numpy integer (np.int64, np.int32, "
+           "np.intp) or a 0-d integer array; each acts exactly as the same int.",
            f"{MODEL_PY} lines 144-147, 156-157 (positions_for)", ("kv_cache",)),
     Clause("POSITIONS-DECODE", "POSITIONS", "Token-by-token decode equals the full forward",
-           "Embedding one token at a time with past_length = t equals row t of the full forward, "
-           "bit for bit.",
+           "Embedding one token at a time with past_length = t (ids a view all_ids[:, t:t+1] or a "
+           "copy) equals row t of the full forward, bit for bit.",
            f"{MODEL_PY} lines 156-157; {SEED_EMBEDDING} (Watch-outs)", ("kv_cache",)),
     Clause("POSITIONS-CHUNKED", "POSITIONS", "Any chunked prefill equals the full forward",
            "Splitting a sequence into chunks at any points and embedding each chunk with "
@@ -101,23 +107,26 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} lines 156-157", ("kv_cache",)),
     Clause("POSITIONS-BATCH-SHARED", "POSITIONS", "past_length is shared by the batch",
            "All batch rows use positions past_length + t (positions_for tiles one range over the "
-           "batch).",
+           "batch): B rows (4 and 64) of one token give B copies of that row embedded alone.",
            f"{MODEL_PY} lines 138-147 (expand_tile, positions_for)", ("kv_cache",)),
     # -- BOUNDS ----------------------------------------------------------------------
     Clause("BOUNDS-LAST-POSITION", "BOUNDS", "Positions 0..1023 are valid, 1023 included",
-           "T = 1024 from past_length 0, and T = 1 at past_length 1023, are valid and use wpe[1023].",
+           "T = 1024 from past_length 0, and T = 1 at past_length 1023, are valid and read wpe[1023]: "
+           "changing that row moves h exactly at the last position.",
            f"{MODEL_PY} line 152 (n_ctx = 1024 rows); {SEED_DIAGRAM}"),
     Clause("BOUNDS-POSITION", "BOUNDS", "A position >= 1024 raises",
            "If past_length + T > 1024 (T > 1024, or a cache that is too long), embed raises an "
            "exception and returns nothing: no clamp, wrap, zero row or NaN.",
            f"{MODEL_PY} line 152; {SEED_EMBEDDING} (Out-of-range positions are a user-level error)"),
     Clause("BOUNDS-TOKEN", "BOUNDS", "A token id outside [0, 50257) raises",
-           "An id < 0 or >= 50257 anywhere in ids makes embed raise; ids 0 and 50256 are valid. "
+           "An id < 0 or >= 50257 anywhere in ids makes embed raise, and a valid call afterwards "
+           "answers as before; ids 0 and 50256 are valid. "
            "(numpy and torch indexing wrap -1 to the last row; tf.gather raises InvalidArgumentError on "
            "CPU, returns zero rows on GPU and clamps under XLA; JAX clamps or fills.)",
            f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256)"),
     Clause("BOUNDS-PAST-LENGTH", "BOUNDS", "A negative or non-integer past_length raises",
-           "past_length < 0, or a past_length that is not an integer (1.5, True), raises.",
+           "past_length < 0, or a past_length that is not an integer (1.5, 2.0, True), raises. Valid "
+           "forms: a Python int, a numpy integer, a 0-d integer array.",
            f"{MODEL_PY} line 156 (past_length is a sequence length)", ("kv_cache",)),
     Clause("BOUNDS-INPUT", "BOUNDS", "Non-integer ids and wrong rank raise",
            "ids of a float or bool dtype raise; ids of rank other than 2 ([B, T]) raise.",
@@ -142,18 +151,25 @@ CLAUSES: tuple[Clause, ...] = (
            "is not (a multiple of) wte's first 1024 rows, and two seeds give different tables.",
            f"{MODEL_PY} lines 152-155", ("init",)),
     # -- TIED ------------------------------------------------------------------------
-    Clause("TIED-LOGITS", "TIED", "logits == h_final @ wte^T",
-           "logits equal h_final @ wte^T within gamma_d(float32) * (|h| @ |wte|^T), the bound for "
-           "any float32 summation order (Higham eq. 3.5).",
+    Clause("TIED-LOGITS", "TIED", "The head is h_final @ wte^T: no bias, no scale, no other matrix",
+           "logits equal h_final @ wte^T within the bound of a matmul whose inputs were rounded to "
+           "bfloat16 and accumulated in float32, (2u + u^2 + gamma_d(float32)(1 + u)^2) * (|h| @ "
+           "|wte|^T), u = 2^-8: reduced-precision matmuls (TF32, bfloat16) pass, another matrix, a "
+           "scale or a bias do not. Float32 accuracy is TIED-LOGITS-FLOAT32's.",
            f"{MODEL_PY} lines 170-171 (tf.matmul(h_flat, wte, transpose_b=True))", ("tied_head",)),
+    Clause("TIED-LOGITS-FLOAT32", "TIED", "The head is float32-accurate",
+           "logits equal h_final @ wte^T within gamma_d(float32) * (|h| @ |wte|^T), the bound for "
+           "any float32 summation order (Higham eq. 3.5). A GPU run whose float32 matmuls use TF32 "
+           "fails here (and may waive it); the message names the input precision the errors fit.",
+           f"{MODEL_PY} lines 170-171; this suite (numerics.py derivation)", ("tied_head",)),
     Clause("TIED-STORAGE", "TIED", "The head is wte itself",
            "Writing wte[i] in place changes logit column i to h @ wte[i]: the head reads the same "
            "storage, it holds no copy.",
            f"{MODEL_PY} line 171; {SEED_DIAGRAM} (0 new parameters)", ("tied_head", "mutable_tables")),
     Clause("TIED-GRAD", "TIED", "dL/dwte carries the gather and the projection role",
            "For L = <G_h, h> + <G_l, h @ wte^T>, dL/dwte = scatter(G_h + G_l @ wte, X) + G_l^T h "
-           "and dL/dwpe = the batch sum of G_h + G_l @ wte at each position, within the float32 "
-           "accumulation bound gamma_K, K = V + 2BT + 2.",
+           "(h the implementation's own) and dL/dwpe = the batch sum of G_h + G_l @ wte at each "
+           "position, within the float32 accumulation bound gamma_K, K = V + 2BT + 2.",
            f"{MODEL_PY} lines 157, 171 (wte used twice); {SEED_WTE}", ("tied_head", "gradients")),
     Clause("TIED-NO-BIAS", "TIED", "No output bias",
            "logits(0) is exactly 0: the head adds no bias.",
@@ -163,9 +179,10 @@ CLAUSES: tuple[Clause, ...] = (
            "Tables loaded in float32 read back bit for bit, and h is float32.",
            "this suite (prerequisite for LOOKUP-EXACT)"),
     Clause("DTYPE-FLOAT16", "DTYPE", "float16 within 1 ulp; head within its derived bound",
-           "Tables are stored rounded to float16 (nearest-even); h is within 1 float16 ulp of "
-           "the exact sum of the stored values; logits are within u16 * |exact| + "
-           "gamma_d(float32) * (|h| @ |wte|^T).",
+           "Tables are stored rounded to float16 (nearest-even); h is within 1 float16 ulp (plus "
+           "float32 rounding) of the implementation's own float32 h on the stored tables; logits "
+           "are within u16 * |logits| + 2 gamma_d(float32) * (|h| @ |wte|^T) of its own float32 "
+           "logits (the formula is LOOKUP-EXACT's and TIED's).",
            "this suite (numerics.py derivation)", ("dtype:float16",)),
     Clause("DTYPE-BFLOAT16", "DTYPE", "bfloat16 within 1 ulp; head within its derived bound",
            "As DTYPE-FLOAT16 with bfloat16 (u = 2^-8).",
@@ -195,12 +212,12 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("GOLDEN-DECODE", "GOLDEN", "Cached decode at each golden offset equals the full forward",
            "With the golden tables, embedding each golden sequence one token at a time with "
            "past_length = offset + t equals row t of the full forward at that offset, bit for bit, "
-           "for every golden offset (up to position 1023).",
+           "for every golden offset (up to position 1023; the forward's values are GOLDEN-H's).",
            f"{MODEL_PY} lines 156-157; {PROVENANCE}", ("kv_cache",)),
     Clause("GOLDEN-LOGITS", "GOLDEN", "Tied logits for real h vectors match float64",
            "logits(h) for h = the golden sequences' embedding and the real wpe rows 0, 1, 2, 1022, "
-           "1023 is within gamma_d(float32) * (|h| @ |wte|^T) of the float64 h @ wte^T of the "
-           "golden wte.",
+           "1023 is within TIED-LOGITS' structural bound of the float64 h @ wte^T of the golden "
+           "wte (float32 accuracy is TIED-LOGITS-FLOAT32's).",
            f"{MODEL_PY} lines 170-171; {PROVENANCE}", ("tied_head",)),
 )
 
@@ -215,6 +232,21 @@ def clause(clause_id: str) -> Clause:
         raise KeyError(f"unknown clause ID {clause_id!r}; known: {', '.join(BY_ID)}") from None
 
 
+# What a PASS covers: the inputs the suite's strategies draw (conformance/strategies.py)
+DRAWN_INPUTS = (
+    "Batch size B from 1 to 64 (T up to 1024 for B <= 3, up to 64 for B <= 16, up to 8 above), "
+    "T from 1 (T = 0 is SHAPE-EMPTY's alone).",
+    "Positions up to 1023 in LOOKUP-EXACT and the BOUNDS and GOLDEN clauses; up to 1022 in the "
+    "relations (LOOKUP-BATCH-INDEPENDENT and the POSITIONS group), whose last position is "
+    "BOUNDS-LAST-POSITION's.",
+    "Token ids: 0, 1, 2, 255, 256, 32767, 32768, 50255, 50256 and uniform draws; bad ids -1, -2, "
+    "50257, 50258, -50257, 65536, 2^31 - 1, -2^31, 2^32, 2^32 + 5 and draws beyond each end.",
+    "ids as int64 or int32, in these memory layouts: C order, Fortran order, a column view "
+    "(all_ids[:, -T:]), every other column (stride 2), reversed views (negative strides), read-only.",
+    "past_length as a Python int, numpy.int64, numpy.int32, numpy.intp and 0-d int64/int32 arrays.",
+)
+
+
 def markdown() -> str:
     """SPEC.md, generated from CLAUSES."""
     lines = [
@@ -225,7 +257,13 @@ def markdown() -> str:
         "h[b, t] = wte[X[b, t]] + wpe[past_length + t]; logits = h_final @ wte^T.",
         "V = 50257, C = 1024, d in {768, 1024, 1280, 1600}.",
         "",
-        "A clause whose `requires` the adapter does not claim is reported as *not claimed*.",
+        "A clause whose `requires` the adapter does not claim is reported as *not claimed*; a "
+        "clause whose cases need a claim only in part (an offset, a dtype) runs the rest and shows "
+        "those cases as not claimed. The suite never calls what an adapter did not claim.",
+        "",
+        "## Inputs drawn",
+        "",
+        *[f"- {line}" for line in DRAWN_INPUTS],
         "",
     ]
     for group, title in GROUPS.items():

@@ -1,5 +1,7 @@
 """Hypothesis strategies for (B, T, past_length, ids) that reach the edges: T = 1 and
-1024, the last position 1023, and ids 0, 1, 32767/32768, 65535 (narrow-int casts) and 50256."""
+1024, the last position 1023, B up to 64, ids 0, 1, 32767/32768, 65535 (narrow-int casts) and
+50256, and ids in the memory layouts callers pass (Fortran order, strided and reversed views,
+read-only). SPEC.md states these ranges (spec.DRAWN_INPUTS)."""
 
 from __future__ import annotations
 
@@ -16,27 +18,89 @@ EDGE_BAD_IDS = (-1, -2, N_VOCAB, N_VOCAB + 1, -N_VOCAB, 65536, 2**31 - 1, -(2**3
 
 token_ids = st.one_of(st.sampled_from(EDGE_IDS), st.integers(0, N_VOCAB - 1))
 
+MAX_BATCH = 64  # the bench times B up to 64; serving stacks pad batches to fixed sizes like it
+LAST_POSITION = N_CTX - 1
+# Clauses about relations (batch rows, decode, chunks, offsets) keep their positions below the
+# last one: whether position 1023 works at all is BOUNDS-LAST-POSITION's (and LOOKUP-EXACT's)
+# to say, and an implementation that fails only there must not fail every relation with it.
+RELATION_MAX_POSITION = N_CTX - 2
+
+# Memory layouts callers hand in: a decode loop's all_ids[:, -1:] is a non-contiguous view,
+# other libraries give Fortran order, np.frombuffer gives read-only arrays.
+LAYOUTS = ("C", "F", "column-view", "every-other", "reversed", "read-only")
+
+
+def in_layout(ids: np.ndarray, layout: str) -> np.ndarray:
+    """The same values as `ids` (C order) in another memory layout."""
+    batch, seq_len = ids.shape
+    if layout == "C":
+        return ids
+    if layout == "F":
+        return np.asfortranarray(ids)
+    if layout == "column-view":  # the last T columns of a wider array, as all_ids[:, -T:]
+        wide = np.zeros((batch, seq_len + 3), ids.dtype)
+        wide[:, 3:] = ids
+        return wide[:, 3:]
+    if layout == "every-other":  # stride 2 along T
+        wide = np.zeros((batch, 2 * seq_len), ids.dtype)
+        wide[:, ::2] = ids
+        return wide[:, ::2]
+    if layout == "reversed":  # negative strides on both axes
+        return np.ascontiguousarray(ids[::-1, ::-1])[::-1, ::-1]
+    if layout == "read-only":
+        out = ids.copy()
+        out.flags.writeable = False
+        return out
+    raise ValueError(f"in_layout: unknown layout {layout!r}; known: {LAYOUTS}")
+
+
+def layout_of(ids: np.ndarray) -> str:
+    """A short tag for messages: "" for a writable C-contiguous array."""
+    tags = []
+    if not ids.flags.c_contiguous:
+        tags.append("F-order" if ids.flags.f_contiguous else f"strides={ids.strides}")
+    if not ids.flags.writeable:
+        tags.append("read-only")
+    return " ".join(tags)
+
 
 @st.composite
-def embed_inputs(draw, max_batch: int = 3, min_batch: int = 1, max_len: int = N_CTX, cached: bool | None = None,
-                 dtype=np.int64):
-    """(ids [B, T], past_length) with 1 <= T and past_length + T <= 1024. cached=True forces
-    past_length > 0, False forces 0, None draws either. T = 0 is SHAPE-EMPTY's alone, so one
-    empty-sequence bug fails one clause rather than every clause that draws inputs."""
-    batch = draw(st.integers(min_batch, max_batch))
+def batch_and_length(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_len: int = N_CTX):
+    """(B, T): B up to 64, T up to max_len for B <= 3, 64 for B <= 16, 8 above (cheap)."""
+    tiers = [st.integers(min_batch, max(min_batch, min(3, max_batch)))]
+    if max_batch > 3:
+        tiers += [st.integers(max(min_batch, 4), min(16, max_batch))]
+    if max_batch > 16:
+        tiers += [st.integers(max(min_batch, 17), max_batch), st.just(max_batch)]
+    batch = draw(st.one_of(*tiers))
+    cap = max_len if batch <= 3 else min(max_len, 64 if batch <= 16 else 8)
+    seq_len = draw(st.one_of(st.just(1), st.integers(1, min(16, cap)), st.integers(1, min(64, cap)),
+                             st.sampled_from([cap, max(cap - 1, 1)]), st.integers(1, cap)))
+    return batch, seq_len
+
+
+@st.composite
+def embed_inputs(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_len: int = N_CTX,
+                 cached: bool | None = None, dtype=np.int64, max_position: int = LAST_POSITION,
+                 max_past: int = N_CTX, layouts: bool = True):
+    """(ids [B, T], past_length) with 1 <= T and past_length + T - 1 <= max_position. cached=True
+    forces past_length > 0, False forces 0, None draws either; a test drawing cached inputs
+    needs kv_cache claimed. T = 0 is SHAPE-EMPTY's alone, so one empty-sequence bug fails one
+    clause rather than every clause that draws inputs. ids come in a drawn memory layout."""
+    top = max_position + 1  # positions past_length .. past_length + T - 1 < top
     if cached:
-        max_len = min(max_len, N_CTX - 1)  # leave room for past_length >= 1
-    seq_len = draw(st.one_of(st.just(1), st.integers(1, 16), st.integers(1, min(64, max_len)),
-                             st.sampled_from([max_len, max_len - 1]), st.integers(1, max_len)))
-    room = N_CTX - seq_len
-    if cached is False:
+        max_len = min(max_len, top - 1)  # leave room for past_length >= 1
+    batch, seq_len = draw(batch_and_length(max_batch, min_batch, min(max_len, top)))
+    room = min(top - seq_len, max_past)
+    if cached is False or (cached is None and room == 0):
         past = 0
     else:
         lo = 1 if cached else 0
-        # the last valid start (positions end at 1023), the first, and anything between
+        # the last valid start, the first, and anything between
         past = draw(st.one_of(st.just(room), st.just(lo), st.integers(lo, room)))
-    ids = draw(hnp.arrays(dtype, (batch, seq_len), elements=token_ids))
-    return np.ascontiguousarray(ids), past
+    ids = np.ascontiguousarray(draw(hnp.arrays(dtype, (batch, seq_len), elements=token_ids)))
+    layout = draw(st.sampled_from(LAYOUTS)) if layouts else "C"
+    return in_layout(ids, layout), past
 
 
 @st.composite

@@ -20,10 +20,15 @@ from conformance.gpt2 import N_CTX, N_VOCAB
 
 
 def check_past_length(past_length) -> int:
-    """past_length is a non-negative Python or numpy integer (not bool, not float)."""
+    """past_length is a non-negative integer in one of the forms real code passes: a Python int,
+    a numpy integer (np.int64 from shape arithmetic, np.int32) or a 0-d integer array. A bool,
+    a float (even 2.0) or an array of any other rank is an error."""
+    if isinstance(past_length, np.ndarray) and past_length.ndim == 0 and np.issubdtype(past_length.dtype, np.integer):
+        past_length = past_length[()]  # the 0-d array's numpy integer
     if isinstance(past_length, (bool, np.bool_)) or not isinstance(past_length, numbers.Integral):
         raise EmbeddingInputError(
-            f"past_length={past_length!r} ({type(past_length).__name__}) must be an integer >= 0"
+            f"past_length={past_length!r} ({type(past_length).__name__}) must be an integer >= 0 "
+            "(int, numpy integer or 0-d integer array)"
         )
     if past_length < 0:
         raise EmbeddingInputError(f"past_length={past_length} must be >= 0")

@@ -60,6 +60,7 @@ def apply(result: res.SuiteResult, waivers: list[Waiver]) -> res.SuiteResult:
             continue
         if c.status == res.FAIL:
             c.status, c.message = res.WAIVED, f"{c.message} [waived: {waiver.reason} {waiver.link}]"
+            c.waiver = {"reason": waiver.reason, "link": waiver.link}
         else:
             result.stale_waivers.append(f"{c.clause.id} is waived ({waiver.link}) but did not fail ({c.status})")
     return result

@@ -1,69 +1,94 @@
 """BOUNDS: positions 0..1023 are valid, a position >= 1024 or a token id outside
 [0, 50257) raises a clear error (never a clamp, wrap, zero row or NaN), and so do a bad
-past_length, non-integer ids and a wrong rank."""
+past_length, non-integer ids and a wrong rank. After an error the adapter must answer as it did
+before (a relation: an implementation whose values are wrong but raises correctly passes here)."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import gpt2, oracle
-from conformance.assertions import assert_bitwise_equal, assert_raises, describe_call
-from conformance.plugin import skip_unless_claimed
+from conformance import gpt2
+from conformance.adapter import AdapterConfig
+from conformance.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_raises,
+                                    changed_row, describe_call)
+from conformance.plugin import skip_unless_buildable, skip_unless_claimed
 from conformance.strategies import ids_with_one_bad, out_of_range_positions, suite_settings
 
 
-def _still_works(adapter, tables, why):
-    """After raising, the adapter still answers a valid call correctly (no poisoned state,
-    as after a CUDA device-side assert)."""
-    ids = np.array([[0, gpt2.N_VOCAB - 1]])
-    assert_bitwise_equal(adapter.embed(ids, 0), oracle.embedding(*tables, ids, 0),
-                         describe_call("embed", ids, 0) + f" after {why}")
+PROBE = np.array([[0, gpt2.N_VOCAB - 1]])  # a valid call, asked before and after each error
+
+
+def _answer_before(adapter):
+    return as_array(adapter.embed(PROBE, 0), describe_call("embed", PROBE, 0)).copy()
+
+
+def _still_works(adapter, before, why):
+    """After raising, the adapter answers a valid call as it did before (no poisoned state, as
+    after a CUDA device-side assert). Whether that answer is right is LOOKUP-EXACT's question."""
+    assert_bitwise_equal(adapter.embed(PROBE, 0), before, describe_call("embed", PROBE, 0) + f" after {why}",
+                         note="the same call's answer before the error")
+
+
+@pytest.fixture(scope="module")
+def last_row_changed(adapter_factory, capabilities, device, tables):
+    """An adapter with the suite's tables but wpe[1023] moved (assertions.changed_row)."""
+    skip_unless_buildable(capabilities, gpt2.N_EMBD_SMALL, "float32")
+    instance = adapter_factory(AdapterConfig(n_embd=gpt2.N_EMBD_SMALL, dtype="float32", device=device))
+    instance.load_tables(tables[0], changed_row(tables[1], gpt2.N_CTX - 1, seed=13))
+    return instance
 
 
 @pytest.mark.clause("BOUNDS-LAST-POSITION")
 @pytest.mark.parametrize("past,seq_len", [(0, gpt2.N_CTX), (gpt2.N_CTX - 1, 1), (1000, 24)])
-def test_last_position_valid(adapter, capabilities, tables, past, seq_len):
-    """Positions up to 1023 are valid: T = 1024 from 0; T = 1 at past_length 1023."""
+def test_last_position_valid(adapter, capabilities, last_row_changed, past, seq_len):
+    """Positions up to 1023 are valid (T = 1024 from 0; T = 1 at past_length 1023) and read
+    wpe[1023]: changing that row moves h exactly at the last position."""
     if past:
         skip_unless_claimed(capabilities, "kv_cache")
     ids = np.random.default_rng(8).integers(0, gpt2.N_VOCAB, (1, seq_len))
-    assert_bitwise_equal(adapter.embed(ids, past), oracle.embedding(*tables, ids, past),
-                         describe_call("embed", ids, past), note="uses wpe[1023]")
+    call = describe_call("embed", ids, past)
+    before = as_array(adapter.embed(ids, past), call)
+    where = np.zeros(ids.shape, bool)
+    where[:, -1] = True
+    assert_moves_exactly_at(before, last_row_changed.embed(ids, past), where, call, "wpe[1023] changed")
 
 
 @pytest.mark.clause("BOUNDS-POSITION")
 @suite_settings()
 @given(case=out_of_range_positions(cached=False))
-def test_too_long_raises(adapter, tables, case):
+def test_too_long_raises(adapter, case):
     """T > 1024 raises."""
     seq_len, past = case
     ids = np.zeros((1, seq_len), np.int64)
+    before = _answer_before(adapter)
     assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
                   f"position {past + seq_len - 1} >= 1024")
-    _still_works(adapter, tables, "the error")
+    _still_works(adapter, before, "the error")
 
 
 @pytest.mark.clause("BOUNDS-POSITION")
 @suite_settings()
 @given(case=out_of_range_positions(cached=True))
-def test_cache_overflow_raises(adapter, capabilities, tables, case):
+def test_cache_overflow_raises(adapter, capabilities, case):
     """past_length + T > 1024 raises (a cache that has run past the table)."""
     skip_unless_claimed(capabilities, "kv_cache")
     seq_len, past = case
     ids = np.ones((2, seq_len), np.int64)
+    before = _answer_before(adapter)
     assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
                   f"position {past + seq_len - 1} >= 1024")
-    _still_works(adapter, tables, "the error")
+    _still_works(adapter, before, "the error")
 
 
 @pytest.mark.clause("BOUNDS-TOKEN")
 @suite_settings(max_examples=40)
 @given(case=ids_with_one_bad(np.int64))
-def test_bad_token_id_raises_int64(adapter, tables, case):
+def test_bad_token_id_raises_int64(adapter, case):
     """An id < 0 or >= 50257 anywhere raises."""
     ids, bad = case
+    before = _answer_before(adapter)
     assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0), f"token id {bad}")
-    _still_works(adapter, tables, "the error")
+    _still_works(adapter, before, "the error")
 
 
 @pytest.mark.clause("BOUNDS-TOKEN")

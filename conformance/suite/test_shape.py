@@ -43,11 +43,18 @@ def test_parameter_count(make_adapter):
 
 
 @pytest.mark.clause("SHAPE-H")
+@pytest.mark.parametrize("offset", ["past_length 0", "cached"])
 @suite_settings()
-@given(inputs=embed_inputs(max_len=64))
-def test_h_shape(adapter, inputs):
-    """embed(ids [B, T], past_length) is [B, T, d] of the adapter's dtype."""
+@given(inputs=embed_inputs(max_len=64, max_past=64))
+def test_h_shape(adapter, capabilities, offset, inputs):
+    """embed(ids [B, T], past_length) is [B, T, d] of the adapter's dtype, also with a cache (an
+    implementation that returns the cached tokens too gives [B, past_length + T, d]). Offsets stay
+    small: which positions a cache reaches is the POSITIONS group's question."""
     ids, past = inputs
+    if offset == "cached":
+        skip_unless_claimed(capabilities, "kv_cache")
+    else:
+        past = 0
     call = describe_call("embed", ids, past)
     h = assert_shape(adapter.embed(ids, past), ids.shape + (D,), call, "h")
     assert_dtype(h, "float32", call, "h")
