@@ -4,6 +4,7 @@
     gpt2-conformance run --adapter mypkg.gpt2:make_adapter
     gpt2-conformance golden --checkpoint PATH [--backend NAME]   # is it the real GPT-2?
     gpt2-conformance bench [--quick] [--device gpu] [--compare BASE.json --fail-above PCT]
+    gpt2-conformance merge FILE.json... [--out-dir DIR]   # one matrix, parity, bench table, scoreboard.html
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance list            # backend names
 
@@ -18,7 +19,7 @@ import argparse
 import sys
 import time
 
-from conformance import registry, report, runner, spec, waivers
+from conformance import merge, registry, report, runner, spec, waivers
 from conformance.golden import command as golden_command
 from conformance.bench import command as bench_command
 
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
                      "(default: the shipped real wpe and known wte values)")
     golden_command.add_parser(sub)
     bench_command.add_parser(sub)
+    merge.add_parser(sub)
     sub.add_parser("spec", help="print the spec (SPEC.md) generated from the clause registry")
     sub.add_parser("list", help="list backend names")
     return parser
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return golden_command.run(args)
     if args.command == "bench":
         return bench_command.run(args)
+    if args.command == "merge":
+        return merge.run(args)
     if not args.timeout > 0:
         print(f"gpt2-conformance: error: --timeout must be > 0, got {args.timeout}", file=sys.stderr)
         return 2
