@@ -164,13 +164,17 @@ def read_bench(path: str, data: dict) -> list[dict]:
         stats = _need(path, b, "stats", dict, where)
         median = _need(path, stats, "median", (int, float), where + "stats.")
         params, extra = b.get("params") or {}, b.get("extra_info") or {}
-        rows.append({"file": path, "host": _text(machine.get("node")), "device": params.get("device") or info.get("device") or UNKNOWN,
+        group = b.get("group") or name
+        rows.append({"file": path, "host": _text(machine.get("node")),
+                     "device": params.get("device") or info.get("device") or UNKNOWN,
                      "backend": params.get("backend", UNKNOWN), "mode": params.get("mode", UNKNOWN),
-                     "group": b.get("group") or name, "name": name, "fullname": b.get("fullname") or name,
-                     "median_s": float(median), "gbps": extra.get("gbps"), "pct_of_limit": extra.get("pct_of_limit"),
-                     "limit_gbps": extra.get("limit_gbps"), "check": extra.get("check", ""),
-                     "datetime": data.get("datetime", UNKNOWN),
-                     "other_load_cores": info.get("other_load_cores")})
+                     "implementation": extra.get("implementation", ""), "group": group, "name": name,
+                     "fullname": b.get("fullname") or name, "kind": extra.get("kind") or group.split("_")[0],
+                     "batch": extra.get("batch", params.get("batch")), "median_s": float(median),
+                     "gbps": extra.get("gbps"), "pct_of_limit": extra.get("pct_of_limit"),
+                     "limit_gbps": extra.get("limit_gbps"), "limit_kind": extra.get("limit_kind", ""),
+                     "check": extra.get("check", ""), "model_error": extra.get("model_error"),
+                     "datetime": data.get("datetime", UNKNOWN), "other_load_cores": info.get("other_load_cores")})
     return rows
 
 

@@ -27,7 +27,7 @@ body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: v
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin: 1.6rem 0 .4rem; }
 h3 { font-size: 1rem; margin: 1rem 0 0; }
 .meta { color: var(--muted); margin: 0; }
-.scroll { overflow-x: auto; border: 1px solid var(--line); }
+.scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 3px 6px; vertical-align: top; text-align: left; }
 thead th { background: #f4f4f4; position: sticky; top: 0; }
@@ -239,20 +239,24 @@ def _series_label(row: dict, hosts: int) -> str:
     return f"{row['backend']} {row['device']}" + (f" ({row['host']})" if hosts > 1 else "")
 
 
-def hbar_svg(items: list[tuple[str, float, str]], unit: str, title: str,
-             marks: list[tuple[float, str, str]] = ()) -> str:
-    """Horizontal bars, one per (label, value, text), on a linear axis from 0; `marks` are
-    vertical reference lines (value, label, dash pattern) drawn across every bar."""
-    label_w, bar_w, row_h, top = 190, 430, 22, 24
-    top_value = max([v for _, v, _ in items] + [m[0] for m in marks] + [1e-12]) * 1.08
+def hbar_svg(items: list[tuple[str, float, str, float | None]], unit: str, title: str) -> str:
+    """Horizontal bars, one per (label, value, text, limit), on a linear axis from 0. A limit,
+    where given, is drawn across its own bar: a dashed red line at the limit and a dotted one
+    at 2/3 of it (each row may have its own limit)."""
+    label_w, bar_w, row_h, top = 190, 430, 22, 10
+    top_value = max([v for _, v, _, _ in items] + [lim for *_, lim in items if lim] + [1e-12]) * 1.08
     height = top + row_h * len(items) + 34
     x = lambda v: label_w + bar_w * v / top_value  # noqa: E731
-    out = [f'<svg viewBox="0 0 {label_w + bar_w + 110} {height}" role="img"><title>{escape(title)}</title>']
-    for i, (label, value, text) in enumerate(items):
+    out = [f'<svg viewBox="0 0 {label_w + bar_w + 150} {height}" role="img"><title>{escape(title)}</title>']
+    for i, (label, value, text, limit) in enumerate(items):
         y = top + i * row_h
         out.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{escape(label)}</text>'
                    f'<rect x="{label_w}" y="{y + 3}" width="{max(x(value) - label_w, 1):.1f}" height="{row_h - 6}" '
-                   f'fill="#4f7fbf"/><text x="{x(value) + 4:.1f}" y="{y + 14}">{escape(text)}</text>')
+                   f'fill="#4f7fbf"/><text x="{max(x(value), x(limit or 0)) + 4:.1f}" y="{y + 14}">{escape(text)}</text>')
+        for at, dash in ((limit, "4 2"), (limit and limit * 2 / 3, "1 2")):
+            if at:
+                out.append(f'<line x1="{x(at):.1f}" y1="{y}" x2="{x(at):.1f}" y2="{y + row_h}" stroke="#b00020" '
+                           f'stroke-width="2" stroke-dasharray="{dash}"/>')
     axis_y = top + row_h * len(items)
     out.append(f'<line x1="{label_w}" y1="{top - 4}" x2="{label_w}" y2="{axis_y}" stroke="#333"/>'
                f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + bar_w}" y2="{axis_y}" stroke="#333"/>')
@@ -260,10 +264,6 @@ def hbar_svg(items: list[tuple[str, float, str]], unit: str, title: str,
         out.append(f'<line x1="{x(v):.1f}" y1="{axis_y}" x2="{x(v):.1f}" y2="{axis_y + 4}" stroke="#333"/>'
                    f'<text x="{x(v):.1f}" y="{axis_y + 14}" text-anchor="middle">{v:g}</text>')
     out.append(f'<text x="{label_w + bar_w / 2}" y="{axis_y + 30}" text-anchor="middle">{escape(unit)}</text>')
-    for value, label, dash in marks:
-        out.append(f'<line x1="{x(value):.1f}" y1="{top - 6}" x2="{x(value):.1f}" y2="{axis_y}" stroke="#b00020" '
-                   f'stroke-width="1.5" stroke-dasharray="{dash}"/><text x="{x(value) + 3:.1f}" y="{top - 10}" '
-                   f'fill="#b00020">{escape(label)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -278,6 +278,31 @@ def _ticks(top: float) -> list[float]:
     return [round(k * step, 12) for k in range(int(top / step) + 1)]
 
 
+def _decode_charts(bench: list[dict], hosts: int) -> list[str]:
+    """The decode step (embedding + tied head, B=1, T=1) per implementation; from a bench JSON
+    without step rows, its two parts as timed apart (forward and logits at B=1)."""
+    steps = [b for b in bench if b["kind"] == "step" and b["batch"] == 1]
+    parts = [b for b in bench if b["kind"] in ("forward", "logits") and b["group"].split(" ")[0].endswith("_decode")
+             and b["batch"] == 1]
+    out = []
+    for rows, what in ([(steps, "one generated token: the embedding and the tied head, timed as one call")] if steps
+                       else [([b for b in parts if b["kind"] == "forward"], "the embedding forward alone"),
+                             ([b for b in parts if b["kind"] == "logits"], "the tied logits head alone")]):
+        for group in sorted({b["group"] for b in rows}):
+            chosen = sorted((b for b in rows if b["group"] == group), key=lambda b: b["median_s"])
+            items = [(_series_label(b, hosts), b["median_s"] * 1e3,
+                      f"{b['median_s'] * 1e3:.3g} ms ({b['mode']})" + (" MODEL ERROR" if b.get("model_error") else ""),
+                      None) for b in chosen]
+            out.append(f"<h3>Decode step: {escape(group)}</h3><figure>"
+                       f"{hbar_svg(items, 'median milliseconds per call (shorter is faster)', group)}"
+                       f"<figcaption>Decode-step cost per implementation: the median time of {escape(what)}, at "
+                       f"{escape(group.split(' ')[-1])} (batch 1, one new token after a cache of past_length tokens), "
+                       "in each implementation's fastest mode with the bounds check on (named after each bar). "
+                       "Shorter bars are faster; times from different machines compare only as far as the machines "
+                       "do.</figcaption></figure>")
+    return out
+
+
 def _bench(bench: list[dict]) -> list[str]:
     out = ['<section><h2 id="speed">Speed</h2>']
     if not bench:
@@ -289,30 +314,21 @@ def _bench(bench: list[dict]) -> list[str]:
         out.append("<p>Load from other processes during each bench: " + escape(", ".join(
             f"{h}: {c:.2f} cores" for h, c in loads)) + " (above 0.25 cores a machine was shared and its figures "
             "are low and noisy).</p>")
-    decode = [b for b in bench if b["group"].startswith(("forward_decode B1-", "logits_decode B1-"))]
-    for group in sorted({b["group"] for b in decode}):
-        rows = sorted((b for b in decode if b["group"] == group), key=lambda b: b["median_s"])
-        items = [(_series_label(b, hosts), b["median_s"] * 1e3, f"{b['median_s'] * 1e3:.3g} ms ({b['mode']})")
-                 for b in rows]
-        kind = "embedding forward" if group.startswith("forward") else "tied logits head"
-        out.append(f"<h3>Decode step: {kind}</h3><figure>{hbar_svg(items, 'median milliseconds per call (shorter is faster)', group)}"
-                   f"<figcaption>Decode-step cost, {escape(kind)}: median time of one call at {escape(group.split(' ')[1])} "
-                   "(batch 1, one new token, past_length 512), per implementation and device, in its fastest mode with "
-                   "the bounds check on (the mode is named after each bar). Shorter bars are faster; times from "
-                   "different machines are comparable only as far as the machines are.</figcaption></figure>")
+    out += _decode_charts(bench, hosts)
     prefill = sorted((b for b in bench if b["group"] == "forward_prefill B8-T1024-d768" and b.get("gbps") is not None),
                      key=lambda b: -b["gbps"])
     if prefill:
-        limits = [b["limit_gbps"] for b in prefill if b.get("limit_gbps")]
-        limit = statistics.median(limits) if limits else None
-        marks = [(limit, f"limit {limit:.1f} GB/s", "6 3"), (limit * 2 / 3, "2/3", "2 3")] if limit else []
-        items = [(_series_label(b, hosts), b["gbps"], f"{b['gbps']:.1f} GB/s ({b['mode']})") for b in prefill]
-        out.append(f"<h3>Prefill bandwidth against the limit</h3><figure>{hbar_svg(items, 'GB/s moved (longer is faster)', 'prefill GB/s', marks)}"
+        items = [(_series_label(b, hosts), b["gbps"], f"{b['gbps']:.1f} GB/s ({b['mode']})", b.get("limit_gbps"))
+                 for b in prefill]
+        kinds = sorted({b["limit_kind"] for b in prefill if b.get("limit_kind")})
+        what = f" ({'; '.join(kinds)})" if kinds else ""
+        out.append(f"<h3>Prefill bandwidth against the limit</h3><figure>"
+                   f"{hbar_svg(items, 'GB/s moved (longer is faster)', 'prefill GB/s')}"
                    "<figcaption>Prefill bandwidth: the embedding forward at B=8, T=1024, d=768 (75.5 MB moved per "
                    "call: wte rows, wpe rows and h), in GB/s, per implementation in its fastest mode with the bounds "
-                   "check on. The dashed line is the limit, the memory bandwidth measured in the same processes (the "
-                   "median over them: a numpy copy of 512 MiB); the dotted line is 2/3 of it, the bar each framework "
-                   "must reach. Longer bars are better.</figcaption></figure>")
+                   "check on (named after each bar). On each bar the dashed red line is its limit, the memory "
+                   f"bandwidth measured in the same process{escape(what)}, and the dotted red line 2/3 of it, the bar "
+                   "each framework must reach. Longer bars are better.</figcaption></figure>")
     out.append("<details><summary>Every bench row merged (fastest mode with the check on per workload)</summary>"
                '<div class="scroll"><table><thead><tr><th>Workload</th><th>Backend</th><th>Device</th><th>Host</th>'
                "<th>Mode</th><th>Check</th><th>Median ms</th><th>GB/s</th><th>% of limit</th></tr></thead><tbody>")

@@ -108,7 +108,20 @@ def test_non_pass_cells_carry_their_message_and_the_waiver_its_reason(page):
 def test_charts_are_inline_svg_with_captions(page):
     text = page[0].read_text()
     assert text.count("<svg ") == 2 and text.count("<figcaption>") == 2  # decode B=1 and prefill GB/s
-    assert "limit 30.0 GB/s" in text and "forward_decode B1-T1-d768-past512" in text
+    assert "<h3>Decode step: forward_decode B1-T1-d768-past512</h3>" in text  # no step rows: its part, named
+    assert text.count('stroke-dasharray="4 2"') == 1, "the prefill bar's limit must be drawn"
+
+
+def test_decode_step_rows_make_one_chart_per_step_shape():
+    row = {"backend": "numpy", "device": "cpu", "host": "h", "mode": "suite", "median_s": 0.002, "model_error": None}
+    bench = [dict(row, kind="step", batch=1, group="step_decode B1-T1-d768-past512"),
+             dict(row, kind="forward", batch=1, group="forward_decode B1-T1-d768-past512"),
+             dict(row, backend="jax", kind="step", batch=1, group="step_decode B1-T1-d768-past512", median_s=0.001,
+                  model_error="untied head")]
+    charts = "".join(scoreboard._decode_charts(bench, hosts=1))
+    assert charts.count("<svg ") == 1 and "step_decode B1-T1-d768-past512" in charts
+    assert charts.index(">jax cpu<") < charts.index(">numpy cpu<"), "fastest first"
+    assert "1 ms (suite) MODEL ERROR" in charts and "2 ms (suite)<" in charts
 
 
 def test_text_is_escaped(tmp_path, capsys):
