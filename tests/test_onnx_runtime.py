@@ -1,0 +1,101 @@
+"""The ONNX Runtime backend (backends/thirdparty/onnx_runtime), beyond what tests/test_thirdparty.py
+runs on every third-party backend: the exported graph keeps GPT-2's tie, the report names the
+exporter, opset and runtime, and the two runtime facts behind the adapter's claims hold (ORT's
+optimizer gives the head its own transposed copy of wte, so mutable_tables is not claimed; ORT's
+CPU provider has no bfloat16 Add, so bfloat16 is not claimed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+for _module in ("torch", "transformers", "onnx", "onnxscript", "onnxruntime"):
+    pytest.importorskip(_module)
+
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+import torch  # noqa: E402
+
+from backends.thirdparty.hf_transformers.adapter import gpt2_config  # noqa: E402
+from backends.thirdparty.onnx_runtime import export  # noqa: E402
+from backends.thirdparty.onnx_runtime.adapter import PROVIDER, OnnxRuntimeHFAdapter  # noqa: E402
+from conformance import gpt2  # noqa: E402
+
+D = gpt2.N_EMBD_SMALL
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return export.export(D, torch.float32, gpt2_config(D))
+
+
+def _consumers(model: onnx.ModelProto, name: str) -> list[onnx.NodeProto]:
+    return [node for node in model.graph.node if name in node.input]
+
+
+def test_exported_graph_keeps_the_tie(graph):
+    """One [V, d] initializer feeds the token Gather and, through one Transpose, the head's MatMul;
+    the graph holds no other table (block 0 was pruned: no output depends on it)."""
+    model = onnx.load_from_string(graph.model_bytes)
+    tables = {i.name: tuple(i.dims) for i in model.graph.initializer if len(i.dims) == 2}
+    assert tables == {graph.wte_name: (gpt2.N_VOCAB, D), graph.wpe_name: (gpt2.N_CTX, D)}, tables
+    ops = sorted(node.op_type for node in _consumers(model, graph.wte_name))
+    assert ops == ["Gather", "Transpose"], f"wte is read by {ops}, but should be read by one Gather and one Transpose"
+    transpose = next(n for n in _consumers(model, graph.wte_name) if n.op_type == "Transpose")
+    head = _consumers(model, transpose.output[0])
+    assert [(n.op_type, list(n.output)) for n in head] == [("MatMul", ["logits"])], head
+    assert graph.head_uses_wte
+    assert sorted(n.op_type for n in model.graph.node if n.op_type in ("Gather", "MatMul")) == ["Gather", "Gather", "MatMul"]
+
+
+def test_offset_is_the_cache_length_in_the_graph(graph):
+    """wpe's Gather reads Range(0, T) + Shape(past_key)[2]: the graph computes the offset itself."""
+    model = onnx.load_from_string(graph.model_bytes)
+    producers = {out: node for node in model.graph.node for out in node.output}
+    seen, todo = set(), [n.input[1] for n in _consumers(model, graph.wpe_name) if n.op_type == "Gather"]
+    while todo:
+        name = todo.pop()
+        if name in producers and name not in seen:
+            seen.add(name)
+            todo += list(producers[name].input)
+    assert "past_key" in {i for n in seen for i in producers[n].input}, "wpe's indices do not depend on past_key"
+    assert "Range" in {producers[n].op_type for n in seen}
+
+
+def test_versions_recorded(graph):
+    text = OnnxRuntimeHFAdapter.implementation()
+    for part in (f"onnxruntime {ort.__version__}", PROVIDER, f"torch {torch.__version__}", "dynamo=True",
+                 f"opset {export.OPSET}", f"onnx {onnx.__version__}", "transformers"):
+        assert part in text, f"implementation()={text!r}, but should name {part!r}"
+    opsets = {o.domain or "ai.onnx": o.version for o in onnx.load_from_string(graph.model_bytes).opset_import}
+    assert opsets.get("ai.onnx") == export.OPSET == graph.opset, opsets
+
+
+def test_session_gives_the_head_its_own_copy_of_wte(graph, tmp_path):
+    """Why mutable_tables is not claimed: with ORT's default optimizations the session folds
+    Transpose(wte) into a second, [d, V] initializer, so the running head holds a copy."""
+    rng = np.random.default_rng(0)
+    wte = rng.standard_normal((gpt2.N_VOCAB, D), dtype=np.float32)
+    wpe = rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32)
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    options.add_external_initializers([graph.wte_name, graph.wpe_name],
+                                      [ort.OrtValue.ortvalue_from_numpy(t) for t in (wte, wpe)])
+    ort.InferenceSession(graph.model_bytes, options, providers=[PROVIDER])
+    optimized = onnx.load(options.optimized_model_filepath)
+    copies = [i for i in optimized.graph.initializer if tuple(i.dims) == (D, gpt2.N_VOCAB)]
+    assert len(copies) == 1, [(i.name, tuple(i.dims)) for i in optimized.graph.initializer]
+    assert np.array_equal(onnx.numpy_helper.to_array(copies[0]), wte.T)
+
+
+def test_bfloat16_has_no_cpu_kernel():
+    """Why bfloat16 is not claimed: the graph exports, but the CPU provider has no bfloat16 Add."""
+    graph = export.export(D, torch.bfloat16, gpt2_config(D))
+    tables = [np.zeros((gpt2.N_VOCAB, D), np.uint16), np.zeros((gpt2.N_CTX, D), np.uint16)]
+    options = ort.SessionOptions()
+    options.add_external_initializers([graph.wte_name, graph.wpe_name],
+                                      [ort.OrtValue.ortvalue_from_numpy_with_onnx_type(t, onnx.TensorProto.BFLOAT16)
+                                       for t in tables])
+    with pytest.raises(Exception, match=r"NOT_IMPLEMENTED.*Add"):
+        ort.InferenceSession(graph.model_bytes, options, providers=[PROVIDER])
+    assert "bfloat16" not in OnnxRuntimeHFAdapter.capabilities.dtypes
