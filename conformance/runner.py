@@ -43,12 +43,51 @@ class _Collector:
             current.outcome, current.message = outcome_of(report), props.get("gpt2c_message", "")
 
 
-def environment(checkpoint: str | None = None) -> dict:
+def _versions(modules) -> dict[str, str]:
+    """package -> installed version for the distributions providing `modules` (read from the
+    installed metadata: nothing is imported), plus this suite's own and numpy's."""
+    from importlib import metadata
+
+    providers = metadata.packages_distributions()
+    dists = {"gpt2-conformance", "numpy"}
+    for module in modules:
+        dists.update(providers.get(module.split(".")[0], ()))
+    out = {}
+    for dist in sorted(dists):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _device_name(device: str) -> str:
+    """The CPU model or the GPU's name (nvidia-smi), "?" where neither can be read."""
+    if device == "gpu":
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=20)
+            names = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()]
+            return names[0] if out.returncode == 0 and names else "?"
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return model or platform.processor() or platform.machine() or "?"
+
+
+def environment(checkpoint: str | None = None, device: str = "cpu", modules=()) -> dict:
+    """What tells one run from another when reports of many machines are merged: host, device,
+    versions of the frameworks `modules` come from, golden data."""
     import numpy
 
     from conformance.golden import data
 
     return {"python": platform.python_version(), "platform": platform.platform(), "numpy": numpy.__version__,
+            "host": platform.node(), "device_name": _device_name(device), "versions": _versions(modules),
             "golden_data": data.describe(checkpoint)}
 
 
@@ -62,7 +101,23 @@ def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=())
     error = "" if code in (0, 1) else f"pytest exited with {code}: {out.getvalue()[-2000:]}"
     return res.SuiteResult(label or getattr(factory, "__name__", repr(factory)), device, spec.SPEC_VERSION,
                            res.aggregate(list(collector.outcomes.values())), time.perf_counter() - start,
-                           environment(), error)
+                           environment(device=device, modules=[type(factory).__module__, getattr(factory, "__module__", "")]),
+                           error, created=_now())
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _modules_of(name: str, adapter_spec: str | None) -> list[str]:
+    """The modules a backend runs on: a built-in's REQUIRES, else the adapter spec's module."""
+    from backends import REQUIRES
+
+    if adapter_spec:
+        return [adapter_spec.partition(":")[0]]
+    return list(REQUIRES.get(name, ()))
 
 
 def _read_events(path: str) -> tuple[dict[str, res.TestOutcome], str | None]:
@@ -105,13 +160,16 @@ def _collect_clauses(target_args: list[str], env: dict) -> dict[str, str]:
 
 def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
                 adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE,
-                checkpoint: str | None = None) -> res.SuiteResult:
+                checkpoint: str | None = None, log_path: str | None = None, echo: bool = False) -> res.SuiteResult:
     """The suite on a backend in child processes (see module docstring). `checkpoint`: the
-    GOLDEN clauses use that checkpoint's tables instead of the shipped real data."""
+    GOLDEN clauses use that checkpoint's tables instead of the shipped real data. The children's
+    own output (pytest's, the frameworks' logging) is appended to `log_path` if given, and
+    echoed to stderr with `echo`; it never reaches the console otherwise."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     target = ["--adapter", adapter_spec] if adapter_spec else ["--backend", name]
     golden = ["--checkpoint", checkpoint] if checkpoint else []
-    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--tb=short", "--device", device, *target, *golden,
+    # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
+    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "-s", "--tb=short", "--device", device, *target, *golden,
             *extra_args]
     start = time.perf_counter()
     outcomes: dict[str, res.TestOutcome] = {}
@@ -123,12 +181,17 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
             deselect = [a for nodeid in outcomes for a in ("--deselect", nodeid)]
             cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
                    "--timeout", str(test_timeout), "-o", "timeout_func_only=true", *deselect]
-            log_path = os.path.join(tmp, f"output-{attempt}.log")
-            with open(log_path, "w") as log:  # a file, not a pipe: a chatty child must never block on it
+            child_log = os.path.join(tmp, f"output-{attempt}.log")
+            with open(child_log, "w") as log:  # a file, not a pipe: a chatty child must never block on it
                 child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
                 hung = _watch(child, events, test_timeout + hang_grace)
-            with open(log_path, errors="replace") as log:
+            with open(child_log, errors="replace") as log:
                 output = log.read()
+            if log_path:
+                with open(log_path, "a", encoding="utf-8") as log:
+                    log.write(f"--- pytest child, pass {attempt + 1}: {' '.join(cmd)}\n{output}\n")
+            if echo:
+                sys.stderr.write(output)
             done, in_flight = _read_events(events)
             outcomes.update(done)
             if in_flight is None:
@@ -140,7 +203,8 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
             node_clauses = node_clauses or _collect_clauses(base, env)
             outcomes[in_flight] = res.TestOutcome(in_flight, node_clauses.get(in_flight, ""), "failed", reason)
     return res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
-                           time.perf_counter() - start, environment(checkpoint), error)
+                           time.perf_counter() - start, environment(checkpoint, device, _modules_of(name, adapter_spec)),
+                           error, created=_now())
 
 
 def _death(returncode: int) -> str:

@@ -58,8 +58,12 @@ def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
     assert "DTYPE-BFLOAT16             NOT CLAIMED" in out.stdout
     n = len(spec.CLAUSES)
     data = json.loads((tmp_path / "gpt2-conformance-numpy-cpu.json").read_text())
-    assert data["summary"] == {"PASS": n - 1, "FAIL": 0, "DEVIATION (WAIVED)": 0, "NOT CLAIMED": 1, "SKIPPED": 0}
-    assert data["environment"]["golden_data"].startswith("shipped fixtures")
+    assert data["summary"] == {"PASS": n - 1, "FAIL": 0, "DEVIATION (WAIVED)": 0, "NOT CLAIMED": 1, "SKIPPED": 0,
+                               "ERROR": 0}
+    assert data["format"] == res.REPORT_FORMAT and data["exit_code"] == 0 and data["created"]
+    env = data["environment"]
+    assert env["golden_data"].startswith("shipped fixtures")
+    assert env["host"] and env["device_name"] and env["versions"]["numpy"] and env["implementation"]
     suite = ET.parse(tmp_path / "gpt2-conformance-numpy-cpu.xml").getroot()
     assert suite.get("tests") == str(n) and suite.get("failures") == "0" and suite.get("skipped") == "1"
     assert "| LOOKUP-EXACT |" in (tmp_path / "gpt2-conformance-numpy-cpu.md").read_text()
@@ -96,6 +100,63 @@ def test_pytest_without_backend_is_a_usage_error():
     assert out.returncode == 4 and "pass --backend NAME" in out.stdout + out.stderr
 
 
-def test_clause_with_no_test_is_a_fail_not_a_pass():
+def test_clause_with_no_test_is_the_suites_error_not_a_pass():
     clauses = res.aggregate([])
-    assert all(c.status == res.FAIL and c.message == "no test ran for this clause" for c in clauses)
+    assert all(c.status == res.ERROR and c.message == "suite error: no test ran for this clause" for c in clauses)
+
+
+NOISY_ADAPTER = """
+import os
+from backends.numpy.adapter import NumpyAdapter
+os.write(2, b"I0000 cudart_stub.cc:31] NATIVE-IMPORT-NOISE\\n")  # as TensorFlow's import does, from C
+
+
+class Noisy(NumpyAdapter):
+    def embed(self, ids, past_length=0):
+        os.write(2, b"NATIVE-CALL-NOISE\\n")
+        return super().embed(ids, past_length)
+"""
+
+
+def test_framework_output_stays_off_the_console_unless_verbose(tmp_path, monkeypatch):
+    """Native output while the CLI imports an adapter, and the children's output, go to the
+    backend's log file beside its reports; --verbose shows them."""
+    (tmp_path / "noisy_adapter.py").write_text(NOISY_ADAPTER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
+    # the suite's children are replaced by a canned result: this is about the CLI's own process
+    out = subprocess.run([sys.executable, "-c", "import sys; from conformance import cli, runner, results as res, spec\n"
+                          "runner.run_backend = lambda name, device, timeout, **kw: res.SuiteResult(name, device, "
+                          "spec.SPEC_VERSION, res.aggregate([]), 0.0)\n"
+                          "cli._fingerprint = lambda name, result: {}\n"
+                          "sys.exit(cli.main(sys.argv[1:]))", "run", "--adapter", "noisy_adapter:Noisy",
+                          "--report-dir", str(tmp_path / "r")], capture_output=True, text=True)
+    assert "NATIVE-IMPORT-NOISE" not in out.stdout + out.stderr, out.stderr
+    assert "NATIVE-IMPORT-NOISE" in (tmp_path / "r" / "gpt2-conformance-noisy_adapter_Noisy-cpu.log").read_text()
+    loud = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--adapter", "noisy_adapter:Noisy", "--verbose",
+                           "--device", "gpu"], capture_output=True, text=True)
+    assert "NATIVE-IMPORT-NOISE" in loud.stderr
+
+
+def test_child_output_goes_to_the_log_not_the_console(tmp_path, monkeypatch, capfd):
+    (tmp_path / "noisy_adapter.py").write_text(NOISY_ADAPTER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
+    log = tmp_path / "backend.log"
+    result = runner.run_backend("noisy", adapter_spec="noisy_adapter:Noisy", extra_args=["-k", "test_empty_sequence"],
+                                log_path=str(log))
+    assert _status(result, "SHAPE-EMPTY").status == res.PASS
+    assert "NATIVE-CALL-NOISE" in log.read_text() and "NATIVE-CALL-NOISE" not in capfd.readouterr().err
+
+
+def test_a_suite_bug_is_an_error_not_the_adapters_fail():
+    """An exception of the suite's own (here: the golden fixture cannot be read) is ERROR with
+    "suite error", exit code 4; the adapter's own exceptions stay FAIL (the kill matrix)."""
+    outcomes = [res.TestOutcome(f"t::{c.id}", c.id, "error" if c.group == "GOLDEN" else "passed",
+                                "suite error: FileNotFoundError at data.py:32: GOLDEN fixtures not found")
+                for c in spec.CLAUSES]
+    result = res.SuiteResult("x", "cpu", spec.SPEC_VERSION, res.aggregate(outcomes), 0.0)
+    assert result.failed() == [] and len(result.errors()) == 5 and result.exit_code == res.EXIT_SUITE_ERROR
+    from conformance import report
+
+    assert "5 suite error(s) (not the implementation's)" in report.scorecard(result)
+    junit = ET.fromstring(report.to_junit(result))
+    assert junit.get("errors") == "5" and junit.get("failures") == "0"

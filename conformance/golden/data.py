@@ -23,14 +23,18 @@ GOLDEN_SIZE = "124M"  # the only size with golden values
 
 
 def fixtures_dir() -> str:
+    """$GPT2C_FIXTURES when set (and then only there: an explicit choice is never replaced by
+    another copy), else the package's own (the wheel ships them), else the repository's."""
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get("GPT2C_FIXTURES", ""), os.path.join(here, "fixtures"),
-                  os.path.join(os.path.dirname(os.path.dirname(here)), "fixtures")]
+    chosen = os.environ.get("GPT2C_FIXTURES", "")
+    candidates = [chosen] if chosen else [os.path.join(here, "fixtures"),
+                                          os.path.join(os.path.dirname(os.path.dirname(here)), "fixtures")]
     for path in candidates:
-        if path and os.path.isfile(os.path.join(path, "MANIFEST.json")):
+        if os.path.isfile(os.path.join(path, "MANIFEST.json")):
             return path
-    raise FileNotFoundError(f"GOLDEN fixtures not found (looked in {', '.join(c for c in candidates if c)}); "
-                            "set GPT2C_FIXTURES to the folder holding MANIFEST.json")
+    raise FileNotFoundError(f"GOLDEN fixtures not found (no MANIFEST.json in {', '.join(candidates)})"
+                            + ("; GPT2C_FIXTURES names that folder" if chosen else
+                               "; set GPT2C_FIXTURES to the folder holding MANIFEST.json"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,113 @@
+"""The suite as users install it: the wheel built from this repository, installed into a fresh
+venv and run from a directory with no repository on the path. It must be complete (the golden
+data ships inside it, so GOLDEN passes for numpy) and the pytest entry point must work with a
+user's own adapter. With the golden data made unreachable, the GOLDEN rows are the suite's
+ERROR (exit code 4), never a FAIL of the implementation.
+
+Slow (a venv and a dependency install, about 1-3 minutes); CI runs it, so the wheel cannot
+silently lose its data again."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+USER_ADAPTER = '''
+import numpy as np
+from conformance.adapter import Adapter, Capabilities
+from conformance.validation import check_embed_inputs
+
+
+class MyAdapter(Adapter):
+    capabilities = Capabilities(init=False, mutable_tables=False)
+
+    def load_tables(self, wte, wpe):
+        self.wte, self.wpe = wte.copy(), wpe.copy()
+
+    def tables(self):
+        return self.wte.copy(), self.wpe.copy()
+
+    def parameters(self):
+        d = self.config.n_embd
+        return {"wte": (50257, d), "wpe": (1024, d)}
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = check_embed_inputs(ids, past_length)
+        return self.wte[ids] + self.wpe[past_length : past_length + ids.shape[1]]
+
+    def logits(self, h_final):
+        return h_final @ self.wte.T
+'''
+
+
+def _run(cmd, cwd, env=None, timeout=900):
+    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return out.returncode, out.stdout + out.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(venv python, a work directory outside the repository, a clean environment)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    code, out = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(ROOT)], tmp)
+    assert code == 0, out
+    wheels = list((tmp / "dist").glob("gpt2_conformance-*.whl"))
+    assert len(wheels) == 1, wheels
+    code, out = _run([sys.executable, "-m", "venv", str(tmp / "venv")], tmp)
+    assert code == 0, out
+    python = str(tmp / "venv" / "bin" / "python")
+    code, out = _run([python, "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheels[0])], tmp)
+    assert code == 0, out
+    work = tmp / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPT2C_FIXTURES", "VIRTUAL_ENV")}
+    return python, work, env
+
+
+def test_wheel_carries_the_golden_data(installed):
+    python, work, env = installed
+    code, out = _run([python, "-c", "import conformance.golden.data as d, conformance; print(d.fixtures_dir()); "
+                      "print(conformance.__file__)"], work, env)
+    assert code == 0, out
+    fixtures, package = out.split()
+    assert str(ROOT) not in package and str(ROOT) not in fixtures, out  # the installed copy, not the repository
+    assert os.path.isfile(os.path.join(fixtures, "gpt2_124M_wpe_float32_le.bin"))
+
+
+def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):
+    python, work, env = installed
+    code, out = _run([python, "-m", "conformance.cli", "run", "--backend", "numpy", "--report-dir", "r"], work, env)
+    assert code == 0, out
+    report = json.loads((work / "r" / "gpt2-conformance-numpy-cpu.json").read_text())
+    statuses = {c["id"]: c["status"] for c in report["clauses"]}
+    assert {s for s in statuses.values()} <= {"PASS", "NOT CLAIMED"}, out
+    assert all(statuses[c] == "PASS" for c in statuses if c.startswith("GOLDEN-")), out
+    assert str(ROOT) not in report["environment"]["golden_data"]
+
+
+def test_installed_pytest_entry_point_runs_a_users_adapter(installed):
+    python, work, env = installed
+    (work / "my_gpt2_adapter.py").write_text(USER_ADAPTER)
+    code, out = _run([python, "-m", "pytest", "--pyargs", "conformance.suite", "--adapter", "my_gpt2_adapter:MyAdapter",
+                      "-q", "-p", "no:cacheprovider"], work, dict(env, PYTHONPATH=str(work)))
+    assert code == 0, out[-3000:]
+    assert " passed" in out and "failed" not in out.splitlines()[-1], out[-2000:]
+
+
+def test_unreachable_golden_data_is_the_suites_error_not_the_adapters(installed):
+    python, work, env = installed
+    empty = work / "no-fixtures"
+    empty.mkdir()
+    code, out = _run([python, "-m", "conformance.cli", "run", "--backend", "numpy", "--report-dir", "r2"], work,
+                     dict(env, GPT2C_FIXTURES=str(empty)))
+    assert code == 4, out  # suite error, not a failure (1) and not a pass (0)
+    report = json.loads((work / "r2" / "gpt2-conformance-numpy-cpu.json").read_text())
+    golden = {c["id"]: c for c in report["clauses"] if c["group"] == "GOLDEN"}
+    assert all(c["status"] == "ERROR" and "suite" in c["message"] for c in golden.values()), golden
+    assert report["summary"]["FAIL"] == 0 and report["summary"]["PASS"] >= 30
+    assert "GOLDEN fixtures not found" in golden["GOLDEN-H"]["message"]
