@@ -302,3 +302,10 @@ def test_reference_that_differs_between_machines_is_a_problem(tmp_path, capsys, 
     assert code == 1
     assert doc["parity"]["problems"] == ["the NumPy reference's h_decode differs between the machines of numpy cpu, "
                                          "torch cpu"]
+
+
+def test_run_all_parity_table_comes_from_the_fingerprints(fingerprint):
+    table = parity.table_from_fingerprints({"numpy": fingerprint, "torch": {"error": "exit code 1: ImportError"}})
+    assert table.splitlines()[2:] == ["| numpy | 0 | 0 | 0 |",
+                                      "| torch | failed: exit code 1: ImportError | failed: exit code 1: ImportError "
+                                      "| failed: exit code 1: ImportError |"]
