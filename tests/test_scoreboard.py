@@ -189,3 +189,13 @@ def test_browser_narrow_window_renders(page, tmp_path):
     shot = tmp_path / "narrow.png"
     run = chromium(f"--screenshot={shot}", "--window-size=400,900", url=path.as_uri())
     assert run.returncode == 0 and shot.exists() and shot.stat().st_size > 5_000, run.stderr[-2000:]
+
+
+@needs_chromium
+def test_browser_prints(page, tmp_path):
+    path, _ = page
+    pdf = tmp_path / "scoreboard.pdf"
+    run = chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", url=path.as_uri())
+    assert run.returncode == 0 and pdf.exists(), run.stderr[-2000:]
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 20_000
+    assert "Uncaught" not in run.stderr, run.stderr[-1000:]
