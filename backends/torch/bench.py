@@ -128,3 +128,28 @@ class Runner:
                 return self._head(h)
             return logits
         return None
+
+
+def native_bench(adapter, device: str):
+    """The public native path (conformance/bench/native.py) for the torch reference: the same
+    calls as the suite mode, reached as any implementation's hooks are. tests/test_bench.py
+    times it against Runner("suite") to show the path adds nothing."""
+    from conformance.bench.native import NativeBench
+
+    model, dev = adapter.model, adapter.device
+
+    def sync(out):
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return out
+
+    @torch.no_grad()
+    def forward(ids, past_length):
+        return model(ids, past_length)
+
+    @torch.no_grad()
+    def logits(h):
+        return model.head(h)
+
+    return NativeBench(put=lambda a: torch.from_numpy(a).to(dev), forward=forward, logits=logits, sync=sync,
+                       description=MODES["suite"], threads=threads_setting())

@@ -1,72 +1,104 @@
-"""Bench hooks for any adapter, through the Adapter API as the suite calls it (numpy in, numpy
-out): the third-party implementations, plug-ins and `--adapter package.module:factory`.
+"""Bench hooks for any adapter without a backends/<fw>/bench.py of its own: the third-party
+implementations, plug-ins and `--adapter package.module:factory`. AdapterHooks(spec) has the
+same names as a backends/<fw>/bench.py module (MODES, SUITE_MODE, FASTEST_MODE, CHECK,
+available, threads_setting, device_kernels, Runner).
 
-A backend with its own backends/<fw>/bench.py (numpy, torch, tensorflow, jax) is timed there,
-in the framework's own tensors; every other backend is timed here, so the conversions to and
-from numpy are inside each call. Between two implementations timed here that is the same work
-through the same bridge; against a framework's own hooks the difference is the bridge's cost.
+Modes:
+  native  the implementation's own callables (conformance/bench/native.py): its tensors in
+          and out, put on the device once, its own synchronisation, no numpy in the timed
+          call. Only where the adapter brings native hooks (every built-in backend does).
+  bridge  the Adapter API as the suite calls it: numpy in, numpy out, conversions included.
+          Beside native, the difference is the bridge's cost.
 
-One mode, "adapter". Its bounds check is whatever the implementation does (third-party
-implementations are judged as they are, see their scorecards), so these rows never count for
-the bar. Backward is not timed: Adapter.gradients also takes a logits cotangent of B*T*50257
-floats (1.6 GB at the prefill shape), which would swamp the scatter-add being measured.
+Either way the bounds check is whatever the implementation does (third-party implementations
+are judged as they are, see their scorecards), so these rows never count for the bar.
+Backward is timed natively where the hooks give one; never through the bridge:
+Adapter.gradients also takes a logits cotangent of B*T*50257 floats (1.6 GB at the prefill
+shape), which would swamp the scatter-add being measured.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from conformance.adapter import AdapterConfig, capabilities_of
+from conformance.bench import native
 
-MODES = {"adapter": "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"}
-SUITE_MODE = FASTEST_MODE = "adapter"
-CHECK = {"adapter": "the implementation's own (see its scorecard)"}
-
-_spec: str | None = None
-
-
-def configure(name_or_spec: str) -> None:
-    """Which adapter the hooks time: a registered backend name or a module:factory spec."""
-    global _spec
-    _spec = name_or_spec
+BRIDGE = "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"
+NATIVE = "native hooks: the framework's tensors put on the device once, its own sync, no numpy in the call"
+OWN_CHECK = "the implementation's own (see its scorecard)"
 
 
-def _factory():
-    from conformance import registry
+class AdapterHooks:
+    def __init__(self, spec: str):
+        from conformance import registry
 
-    if _spec is None:
-        raise RuntimeError("adapter_hooks.configure(name) was not called")
-    return registry.resolve(_spec)
+        self.spec = spec
+        self.factory = registry.resolve(spec)
+        self.native = native.has_native(self.factory)
+        self.MODES = ({"native": NATIVE} if self.native else {}) | {"bridge": BRIDGE}
+        self.SUITE_MODE = "bridge"
+        self.FASTEST_MODE = "native" if self.native else "bridge"
+        self.CHECK = {m: OWN_CHECK for m in self.MODES}
+        self._threads = ""
+        hooks = self
+
+        class Runner(_Runner):
+            def __init__(self, wte, wpe, mode, device):
+                super().__init__(hooks, wte, wpe, mode, device)
+        self.Runner = Runner
+
+    def available(self, device: str) -> tuple[bool, str]:
+        """On a device the adapter does not claim, only the native mode can run (where its
+        hooks see that device); the bridge mode is then dropped."""
+        devices = capabilities_of(self.factory).devices
+        if device in devices:
+            return True, ""
+        if self.native:
+            ok, why = native.native_available(self.factory, device)
+            if ok:
+                self.MODES.pop("bridge", None)
+                self.CHECK.pop("bridge", None)
+                self.SUITE_MODE = "native"
+                return True, ""
+            return False, f"{self.spec}: {why}"
+        return False, (f"{self.spec} does not claim device {device!r} ({devices}) and brings no native bench "
+                       "hooks (conformance/bench/native.py)")
+
+    def threads_setting(self) -> str:
+        return self._threads or "the implementation's defaults"
+
+    def device_kernels(self, nbytes: int, device: str):
+        return None  # the host's bandwidth (conformance.bench.bandwidth); GPU limits need a framework's kernels
 
 
-def available(device: str) -> tuple[bool, str]:
-    if device != "cpu":
-        return False, (f"{_spec}: the generic adapter hooks time the numpy Adapter API on the host; GPU timings "
-                       "need a backend's own bench hooks (backends/<fw>/bench.py)")
-    devices = capabilities_of(_factory()).devices
-    return (True, "") if device in devices else (False, f"{_spec} does not claim device {device!r} ({devices})")
-
-
-def threads_setting() -> str:
-    return "the implementation's defaults"
-
-
-def device_kernels(nbytes: int, device: str):
-    return None  # CPU only: conformance.bench.bandwidth measures it
-
-
-class Runner:
-    def __init__(self, wte: np.ndarray, wpe: np.ndarray, mode: str, device: str):
-        self.adapter = _factory()(AdapterConfig(n_embd=wte.shape[1], device=device))
+class _Runner:
+    def __init__(self, hooks: AdapterHooks, wte, wpe, mode: str, device: str):
+        self.mode = mode
+        devices = capabilities_of(hooks.factory).devices
+        # an adapter that claims only the CPU is built there; its native hooks move it
+        self.adapter = hooks.factory(AdapterConfig(n_embd=wte.shape[1], device=device if device in devices else "cpu"))
         self.adapter.load_tables(wte, wpe)
+        self.nb = native.find(self.adapter, device) if mode == "native" else None
+        if mode == "native" and self.nb is None:
+            raise RuntimeError(f"{hooks.spec}: no native bench hooks")
+        if self.nb is not None and self.nb.threads:
+            hooks._threads = self.nb.threads
 
     def put(self, array):
-        return array
+        return array if self.nb is None else self.nb.put(array)
 
     def sync(self, out):
-        return out  # the Adapter API returns numpy: the work is done when the call returns
+        return out if self.nb is None else self.nb.sync(out)
 
     def make(self, w, ids, past_length, dh=None, h=None):
+        if self.nb is not None:
+            nb = self.nb
+            if w.kind == "forward":
+                return lambda: nb.forward(ids, past_length)
+            if w.kind == "logits" and nb.logits is not None:
+                return lambda: nb.logits(h)
+            if w.kind == "backward" and nb.backward is not None:
+                return lambda: nb.backward(ids, past_length, dh)
+            return None
         if w.kind == "forward":
             return lambda: self.adapter.embed(ids, past_length)
         if w.kind == "logits":

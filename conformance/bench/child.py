@@ -1,10 +1,11 @@
 """One backend, one process: `python -m conformance.bench.child REQUEST.json RESULT.json`.
 
 Imports only that backend's framework, measures the memory bandwidth here (numpy on the CPU,
-the backend's device kernels on a GPU), then times every (mode, workload) through
-backends/<name>/bench.py (or, for a backend without one, conformance/bench/adapter_hooks.py)
-and writes one JSON result. A workload that raises is recorded with
-its error; the others still run.
+the backend's device kernels on a GPU) and each workload's own limit (a streaming reference
+moving the same bytes in the same cache state: bandwidth.matched), then times every (mode,
+workload) through backends/<name>/bench.py (or, for a backend without one,
+conformance/bench/adapter_hooks.py: its native hooks and the Adapter API) and writes one JSON
+result. A workload that raises is recorded with its error; the others still run.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import traceback
 
 import numpy as np
 
-from conformance import gpt2
+from conformance import gpt2, machine
 from conformance.bench import bandwidth, cache, timing, workloads
 
 OWN_HOOKS = ("numpy", "torch", "tensorflow", "jax")  # the backends with a backends/<fw>/bench.py
@@ -25,14 +26,14 @@ BAR_MIN_ROUNDS = 60  # timed rounds at the bar shape, warm, in every run (quick 
 
 
 def _hooks(backend: str):
-    """backends/<fw>/bench.py where the backend has its own hooks, else the generic hooks
-    around its Adapter (third-party implementations, plug-ins, module:factory specs)."""
+    """backends/<fw>/bench.py where the backend has its own hooks, else the hooks around its
+    Adapter: its native ones and the Adapter API (third-party implementations, plug-ins,
+    module:factory specs)."""
     if backend in OWN_HOOKS:
         return importlib.import_module(f"backends.{backend}.bench")
-    from conformance.bench import adapter_hooks
+    from conformance.bench.adapter_hooks import AdapterHooks
 
-    adapter_hooks.configure(backend)
-    return adapter_hooks
+    return AdapterHooks(backend)
 
 
 def _tables(d: int):
@@ -46,8 +47,68 @@ def _inputs(w: workloads.Workload):
     rng = np.random.default_rng(1)
     ids = rng.integers(0, gpt2.N_VOCAB, (w.batch, w.seq), dtype=np.int32)
     dh = rng.standard_normal((w.batch, w.seq, w.n_embd), np.float32) if w.kind == "backward" else None
-    h = rng.standard_normal((w.batch, w.seq, w.n_embd), np.float32) if w.kind == "logits" else None
+    h = rng.standard_normal((w.batch, w.seq, w.n_embd), np.float32) if w.kind in ("logits", "step") else None
     return ids, dh, h
+
+
+def distinct_ids(w: workloads.Workload) -> int:
+    """Distinct token ids in the workload's input: the wte rows a forward must read."""
+    return int(np.unique(_inputs(w)[0]).size)
+
+
+def _make(runner, w: workloads.Workload, ids, past_length, dh, h):
+    """(call, sync) for w. A decode step is the mode's forward then its head in one call (the
+    head reads an h of the same shape: its cost does not depend on the values); None where the
+    mode does not time w."""
+    if w.kind != "step":
+        return runner.make(w, ids, past_length, dh=dh, h=h), runner.sync
+    fwd_w, head_w = workloads.step_parts(w)
+    fwd, head = runner.make(fwd_w, ids, past_length), runner.make(head_w, ids, past_length, h=h)
+    if fwd is None or head is None:
+        return None, None
+    return (lambda: (fwd(), head())), (lambda out: tuple(runner.sync(o) for o in out))
+
+
+def workload_limits(plan: list, flush, kernels=None) -> dict:
+    """{workload group: its limit}: the streaming reference moving the workload's least bytes
+    (read and written as workloads.traffic counts them, distinct ids included) in its cache
+    state, measured here (bandwidth.matched); one measurement per distinct (R, W, state). On a
+    GPU, the device copy of the bandwidth measurement (not matched: not yet run on a GPU)."""
+    out, measured = {}, {}
+    for w in plan:
+        u = distinct_ids(w)
+        read, write = workloads.traffic(w, u)
+        if kernels is not None:
+            out[w.group] = dict(kernels, read=read, write=write, distinct_ids=u, cache=w.cache)
+            continue
+        key = (read, write, w.cache)
+        if key not in measured:
+            measured[key] = bandwidth.matched(read, write, flush=flush if w.cache == "cold" else None)
+        out[w.group] = dict(measured[key], distinct_ids=u)
+    return out
+
+
+def implementation(backend: str) -> str:
+    """What is timed, with versions: the adapter's implementation() where it has one (the
+    third-party backends), else the project's reference and its framework's version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from conformance import registry
+
+    try:
+        factory = registry.resolve(backend)
+        describe = getattr(factory, "implementation", None)
+        if describe is not None:
+            return describe()
+    except Exception as exc:  # noqa: BLE001 - a description is never worth the run
+        return f"unknown ({type(exc).__name__})"
+    if backend in OWN_HOOKS:
+        framework = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy"}[backend]
+        try:
+            return f"gpt2-conformance reference ({framework} {version(framework)})"
+        except PackageNotFoundError:
+            return "gpt2-conformance reference"
+    return backend
 
 
 def run(request: dict) -> dict:
@@ -58,11 +119,10 @@ def run(request: dict) -> dict:
     ok, why = hooks.available(device)
     result = {"backend": backend, "device": device, "import_s": import_s, "records": [], "skipped": None,
               "modes": hooks.MODES, "suite_mode": hooks.SUITE_MODE, "fastest_mode": hooks.FASTEST_MODE,
-              "check": hooks.CHECK, "cores": timing.cores()}
+              "check": hooks.CHECK, "cores": machine.cores(), "implementation": implementation(backend)}
     if not ok:
         result["skipped"] = why
         return result
-    result["threads_setting"] = hooks.threads_setting()
     nbytes = request.get("bandwidth_bytes", bandwidth.DEFAULT_BYTES)
     kernels = hooks.device_kernels(nbytes, device)
     plan = [workloads.Workload(**w) for w in request["workloads"]]
@@ -71,19 +131,21 @@ def run(request: dict) -> dict:
     if kernels is not None:
         (nb, copy, gather), sync = kernels
         result["bandwidth"] = bandwidth.measure(nb, kernels=lambda _: (nb, copy, gather), sync=sync)
-        if cold:
-            flush = lambda: sync(copy())  # noqa: E731 - a device copy of nb bytes evicts the L2
-            result["cache"] = {"llc_bytes": None, "flush": f"device copy of {nb / 2**20:.0f} MiB before each timed call"}
+        flush = lambda: sync(copy())  # noqa: E731 - a device copy of nb bytes evicts the L2
+        result["cache"] = {"llc_bytes": None, "flush": f"device copy of {nb / 2**20:.0f} MiB before each timed call"}
+        device_copy = {k: result["bandwidth"][k] for k in ("copy_gbps", "copy_gbps_min", "copy_gbps_max")}
+        result["limits"] = workload_limits(plan, flush, kernels={"gbps": device_copy["copy_gbps"],
+                                                        "gbps_min": device_copy["copy_gbps_min"],
+                                                        "gbps_max": device_copy["copy_gbps_max"],
+                                                        "method": "device copy of the bandwidth measurement"})
     else:
         result["bandwidth"] = bandwidth.measure(nbytes)
-        if cold:
-            flush = cache.HostFlusher()
-            result["cache"] = {"llc_bytes": cache.llc_bytes(), "flush": flush.describe(), "cold_copy": {}}
-            for w in cold:  # a copy of h's bytes ([B, T, d]), cold
-                h_bytes = w.batch * w.seq * w.n_embd * workloads.ITEMSIZE[w.dtype]
-                result["cache"]["cold_copy"][w.shape_id] = bandwidth.cold_copy(h_bytes, flush)
+        flush = cache.HostFlusher() if cold else None
+        result["cache"] = {"llc_bytes": cache.llc_bytes(), "flush": flush.describe() if flush else None}
+        result["limits"] = workload_limits(plan, flush)
+    result["threads_setting"] = hooks.threads_setting()
     modes = request.get("modes") or list(hooks.MODES)
-    limits = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
+    rounds = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
                   max_time=request.get("max_time", 2.0), warmup=request.get("warmup", 2))
     for d in sorted({w.n_embd for w in plan}):
         wte, wpe = _tables(d)  # one size in memory at a time: the last size's tables are freed here
@@ -99,20 +161,21 @@ def run(request: dict) -> dict:
                 continue
             for w in (w for w in plan if w.n_embd == d):
                 ids, dh, h = _inputs(w)
-                rec = {"mode": mode, "workload": w.as_dict(), "setup_s": setup_s}
+                rec = {"mode": mode, "workload": w.as_dict(), "setup_s": setup_s,
+                       "distinct_ids": result["limits"][w.group]["distinct_ids"]}
                 try:
-                    call = runner.make(w, runner.put(ids), w.past_length,
-                                       dh=None if dh is None else runner.put(dh), h=None if h is None else runner.put(h))
+                    call, sync = _make(runner, w, runner.put(ids), w.past_length,
+                                       None if dh is None else runner.put(dh), None if h is None else runner.put(h))
                     if call is None:
                         continue
-                    lim = dict(limits)
-                    if w.kind == "logits" and w.phase == "prefill":
+                    lim = dict(rounds)
+                    if w.kind in ("logits", "step") and w.phase == "prefill":
                         lim.update(min_rounds=3, warmup=1)
                     if w.is_bar_shape:  # the verdict's shape: ~2 ms calls, often bimodal on 2 cores;
                         # 15 rounds left torch's median 40% off its run-to-run value in a quick run
                         lim.update(min_rounds=max(lim["min_rounds"], BAR_MIN_ROUNDS),
                                    max_rounds=max(lim["max_rounds"], BAR_MIN_ROUNDS))
-                    t = timing.measure(call, runner.sync, **lim, before=flush if w.cache == "cold" else None)
+                    t = timing.measure(call, sync, **lim, before=flush if w.cache == "cold" else None)
                     rec.update(first_call_s=t.first_call_s, samples=t.samples, cpu_ratio=t.cpu_ratio,
                                faults_per_call=t.faults_per_call, stats=t.stats())
                 except Exception as exc:  # noqa: BLE001

@@ -5,7 +5,8 @@ Each backend runs in its own child process (conformance/bench/child.py: one fram
 process, as the runner does), measures the memory bandwidth there, and times its
 backends/<fw>/bench.py hooks, warm and (at the bar shape) cold. The parent measures how busy
 other processes kept the machine meanwhile, writes the console table, pytest-benchmark JSON,
-Markdown and PNG, then applies the regression gate.
+Markdown and PNGs (each on its own: a missing optional package costs one output and a line),
+then applies the regression gate.
 
 Exit codes: 0 done (and no regression); 1 a regression above --fail-above, or a backend's
 child failed; 2 bad command line.
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from conformance import machine
 from conformance.bench import compare as compare_mod
 from conformance.bench import outputs, timing, workloads
 
@@ -45,8 +47,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--backend", action="append",
                    help="backend to time (repeatable): a registered name (`gpt2-conformance list`), a "
                         "package.module:factory spec, or `all` for every installed one (default: "
-                        f"{', '.join(OWN_HOOKS)}, those installed). Backends without their own bench "
-                        "hooks are timed through the Adapter API (conformance/bench/adapter_hooks.py)")
+                        f"{', '.join(OWN_HOOKS)}, those installed). Backends without a backends/<fw>/bench.py "
+                        "are timed through their native hooks (conformance/bench/native.py) and the Adapter API")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--quick", action="store_true", help="the bar shape and one of each other workload, few rounds, "
                                                         "no time-to-verdict (under 3 minutes on 2 cores)")
@@ -55,11 +57,12 @@ def add_parser(subparsers) -> None:
                    help="n_embd values for the prefill shapes, comma-separated (default: 768,1024,1280,1600)")
     p.add_argument("--workload", action="append", dest="workloads",
                    choices=("forward_prefill", "forward_decode", "backward_prefill", "backward_decode",
-                            "logits_prefill", "logits_decode"),
+                            "logits_prefill", "logits_decode", "step_decode"),
                    help="only this workload (repeatable; default: all)")
     p.add_argument("--verdict", action=argparse_bool(), default=None,
                    help="also time the conformance run per backend (default: on, off with --quick)")
-    p.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md, bench.png go")
+    p.add_argument("--out-dir", default="bench-results",
+                   help="where bench-results.json (raw), bench.json, bench.md, bench.png and bench-decode-step.png go")
     p.add_argument("--compare", metavar="BASELINE.json", help="pytest-benchmark JSON to compare medians with")
     p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT",
                    help="with --compare: exit 1 if a median regressed by more than PCT percent (default 10)")
@@ -174,7 +177,7 @@ def run(args) -> int:
         return 2
     os.makedirs(args.out_dir, exist_ok=True)
     print(f"gpt2-conformance bench: {', '.join(names)} on {args.device}"
-          f"{' (quick)' if args.quick else ''}; {timing.cores()} cores", flush=True)
+          f"{' (quick)' if args.quick else ''}; {machine.cores()} cores", flush=True)
     results = []
     for name in names:
         if not installed(name):
@@ -192,19 +195,25 @@ def run(args) -> int:
                 continue
             print(f"  {res['backend']:10s} time to verdict (conformance run) ...", flush=True)
             verdicts.append(time_to_verdict(res["backend"], args.device))
-    rows = outputs.rows(results) + outputs.verdict_rows(verdicts)
-    meta = {"device": args.device, "quick": args.quick, "cores": timing.cores(), "root": REPO_ROOT,
+    meta = {"device": args.device, "quick": args.quick, "cores": machine.cores(), "root": REPO_ROOT,
             "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start,
-            "other_load_cores": other_load.cores(), "malloc": args.malloc}
-    print("\n" + outputs.console(results, rows, meta), flush=True)
+            "other_load_cores": other_load.cores(), "malloc": args.malloc, "verdicts": verdicts}
+    rows = []
+    try:  # the figures are measured: from here on a failure costs one output, never the run's figures
+        rows = outputs.rows(results) + outputs.verdict_rows(verdicts)
+        print("\n" + outputs.console(results, rows, meta), flush=True)
+    except Exception as exc:  # noqa: BLE001
+        print(f"bench: the console table failed ({type(exc).__name__}: {exc}); the raw results are written below",
+              flush=True)
     meta["wall_s"] = time.perf_counter() - start
     paths = outputs.write_all(results, rows, meta, args.out_dir)
     for kind, path in paths.items():
         print(f"wrote {path}")
-    if "png" not in paths:
-        print("bench: no PNG: matplotlib is not installed (pip install 'gpt2-conformance[bench]')")
     code = 1 if any(r.get("error") for r in results) else 0
-    if args.compare:
+    if args.compare and "json" not in paths:
+        print("bench: --compare needs bench.json, which was not written (see above)")
+        code = 1
+    elif args.compare:
         with open(paths["json"]) as f:
             current = compare_mod.medians(json.load(f))
         regressions, changes, missing, new = compare_mod.compare(compare_mod.load(args.compare), current,

@@ -1,7 +1,8 @@
 """Timing one callable: first call (trace, compile, allocator warm-up) apart from steady state.
 
-The steady-state samples become pytest-benchmark Stats (median, IQR, min/max, ...), so the
-JSON the bench writes has exactly the fields `pytest-benchmark compare` reads. Threads used is
+The steady-state samples become pytest-benchmark's Stats fields (median, IQR, min/max, ...;
+computed by conformance/bench/stats.py with its formulas), so the JSON the bench writes has
+exactly the fields `pytest-benchmark compare` reads. Threads used is
 measured, not read from a setting: process CPU time over wall time during the steady state
 (a gather on one core reads 1.0, one on both cores of a 2-core machine about 2.0).
 """
@@ -28,13 +29,11 @@ class Timing:
         return statistics.median(self.samples)
 
     def stats(self) -> dict:
-        """pytest-benchmark's Stats fields (its own class, so the names and formulas match)."""
-        from pytest_benchmark.stats import Stats
+        """pytest-benchmark's Stats fields, by its formulas (conformance/bench/stats.py), so
+        timing never needs an optional package."""
+        from conformance.bench.stats import summary
 
-        st = Stats()
-        for s in self.samples:
-            st.update(s)
-        return st.as_dict()
+        return summary(self.samples)
 
 
 def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int = 50, max_time: float = 2.0,
@@ -73,14 +72,6 @@ def _minor_faults() -> int:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def cores() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _system_busy_seconds() -> float | None:

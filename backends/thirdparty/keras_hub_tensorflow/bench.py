@@ -1,0 +1,11 @@
+"""Native bench hooks for keras-hub's GPT2Backbone on Keras' tensorflow backend: backends/thirdparty/keras_hub_bench.py."""
+
+from backends.thirdparty import keras_hub_bench
+
+
+def native_available(device: str) -> tuple[bool, str]:
+    return keras_hub_bench.available("tensorflow", device)
+
+
+def native_bench(adapter, device: str):
+    return keras_hub_bench.native_bench(adapter, device)
