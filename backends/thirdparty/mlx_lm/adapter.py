@@ -72,6 +72,13 @@ def model_args(n_embd: int) -> mlx_gpt2.ModelArgs:
                               n_layer=1, n_positions=gpt2.N_CTX, layer_norm_epsilon=1e-5, vocab_size=gpt2.N_VOCAB)
 
 
+def from_numpy(a) -> mx.array:
+    """The same values as an mx.array. mx.array reads numpy through DLPack, which refuses
+    negative strides (a reversed view), so a numpy array is first copied in C order; its
+    dtype and shape are kept, so MLX still sees exactly what the caller passed."""
+    return mx.array(np.array(a, order="C", copy=True) if isinstance(a, np.ndarray) else a)
+
+
 def to_numpy(a: mx.array) -> np.ndarray:
     if a.dtype == mx.bfloat16:
         a = a.astype(mx.float32)  # numpy has no bfloat16; the upcast is exact
@@ -112,8 +119,8 @@ class MlxLmAdapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
-        self.model.model.wte.weight = mx.array(wte).astype(self.dtype)
-        self.model.model.wpe.weight = mx.array(wpe).astype(self.dtype)
+        self.model.model.wte.weight = from_numpy(wte).astype(self.dtype)
+        self.model.model.wpe.weight = from_numpy(wpe).astype(self.dtype)
         mx.eval(self.model.model.wte.weight, self.model.model.wpe.weight)  # own the copy now
 
     def tables(self):
@@ -125,7 +132,7 @@ class MlxLmAdapter(Adapter):
 
     def assign_wte_row(self, index, values):
         # in-place update of the array the head also reads (mx.array __setitem__)
-        self.model.model.wte.weight[index] = mx.array(np.asarray(values, np.float32)).astype(self.dtype)
+        self.model.model.wte.weight[index] = from_numpy(np.asarray(values, np.float32)).astype(self.dtype)
 
     def parameters(self):
         keep = ("model.wte.", "model.wpe.")  # Model has no lm_head: the head is wte.as_linear
@@ -150,20 +157,20 @@ class MlxLmAdapter(Adapter):
         return self._captured
 
     def embed(self, ids, past_length=0):
-        h = self._h(mx.array(ids), past_length)
+        h = self._h(from_numpy(ids), past_length)
         mx.eval(h)
         return to_numpy(h)
 
     def logits(self, h_final):
         # a bfloat16 adapter gets float32 arrays holding bfloat16 values: hand the head the
         # model's dtype, as the model's own h would be
-        h = mx.array(np.ascontiguousarray(h_final)).astype(self.dtype)
+        h = from_numpy(h_final).astype(self.dtype)
         return to_numpy(self.model.model.wte.as_linear(h))
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        cot_h = mx.array(np.ascontiguousarray(cotangent_h)).astype(self.dtype)
-        cot_l = mx.array(np.ascontiguousarray(cotangent_logits)).astype(self.dtype)
-        ids = mx.array(ids)
+        cot_h = from_numpy(cotangent_h).astype(self.dtype)
+        cot_l = from_numpy(cotangent_logits).astype(self.dtype)
+        ids = from_numpy(ids)
 
         def loss(model_ids):
             h = self._h(model_ids, past_length)
