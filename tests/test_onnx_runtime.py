@@ -18,7 +18,8 @@ import torch  # noqa: E402
 
 from backends.thirdparty.hf_transformers.adapter import gpt2_config  # noqa: E402
 from backends.thirdparty.onnx_runtime import export  # noqa: E402
-from backends.thirdparty.onnx_runtime.adapter import PROVIDER, OnnxRuntimeHFAdapter  # noqa: E402
+from backends.thirdparty.onnx_runtime.adapter import (  # noqa: E402
+    PROVIDER, OnnxRuntimeHFAdapter, OnnxRuntimeHFPositionIdsAdapter)
 from conformance import gpt2  # noqa: E402
 
 D = gpt2.N_EMBD_SMALL
@@ -99,3 +100,50 @@ def test_bfloat16_has_no_cpu_kernel():
     with pytest.raises(Exception, match=r"NOT_IMPLEMENTED.*Add"):
         ort.InferenceSession(graph.model_bytes, options, providers=[PROVIDER])
     assert "bfloat16" not in OnnxRuntimeHFAdapter.capabilities.dtypes
+
+
+def test_torchscript_exporter_unties_the_head(tmp_path):
+    """Why the backend uses the dynamo exporter: torch's TorchScript exporter (dynamo=False), with
+    its default do_constant_folding=True (torch/onnx/__init__.py L98 in torch 2.13), folds
+    lm_head's Transpose(wte) into a second [d, V] initializer, so its ONNX file stores the table
+    twice and the head no longer reads wte (a graph that loads only wte would give stale logits)."""
+    import io
+    import warnings
+    from contextlib import redirect_stdout
+
+    from transformers import GPT2LMHeadModel
+
+    config = gpt2_config(D)
+    model = GPT2LMHeadModel(config).eval()
+    n_head, head_dim = config.n_head, D // config.n_head
+    example = (torch.zeros(2, 5, dtype=torch.int64), torch.zeros(2, n_head, 3, head_dim),
+               torch.zeros(2, n_head, 3, head_dim), torch.zeros(2, 5, D))
+    path = tmp_path / "torchscript.onnx"
+    with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(export._EmbedAndHead(model), example, str(path), dynamo=False,
+                          input_names=list(export.INPUTS), output_names=list(export.OUTPUTS))
+    exported = onnx.load(str(path))
+    tables = {i.name: tuple(i.dims) for i in exported.graph.initializer if len(i.dims) == 2}
+    assert sorted(tables.values()) == [(D, gpt2.N_VOCAB), (gpt2.N_CTX, D), (gpt2.N_VOCAB, D)], tables
+    head_copy = next(i for i in exported.graph.initializer if tuple(i.dims) == (D, gpt2.N_VOCAB))
+    assert np.array_equal(onnx.numpy_helper.to_array(head_copy), model.lm_head.weight.detach().numpy().T)
+
+
+def test_position_ids_graph_same_bits_and_negative_positions_wrap():
+    """The Optimum-style graph (positions from the host) gives the cache graph's bits, and what it
+    adds: a host position of -1 reads wpe[1023] with no error (ONNX Gather's [-s, s-1] range),
+    which is why a negative past_length fails BOUNDS-PAST-LENGTH there and not in onnxruntime-hf."""
+    rng = np.random.default_rng(1)
+    wte = rng.standard_normal((gpt2.N_VOCAB, D), dtype=np.float32)
+    wpe = rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32)
+    cached, positioned = OnnxRuntimeHFAdapter(), OnnxRuntimeHFPositionIdsAdapter()
+    for adapter in (cached, positioned):
+        adapter.load_tables(wte, wpe)
+    ids = rng.integers(0, gpt2.N_VOCAB, (2, 4))
+    for past in (0, 7, gpt2.N_CTX - 4):
+        assert np.array_equal(positioned.embed(ids, past), cached.embed(ids, past)), past
+    h = positioned.embed(ids[:, :1], -1)
+    assert np.array_equal(h, wte[ids[:, :1]] + wpe[-1]), "position -1 should read wpe[1023] (ONNX Gather)"
+    with pytest.raises(ValueError, match="negative dimensions"):  # the cache graph: numpy refuses the length
+        cached.embed(ids[:, :1], -1)

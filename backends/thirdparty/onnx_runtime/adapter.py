@@ -14,6 +14,11 @@ What is observed, and how (Capabilities.black_box):
   only their shape, so a cache of 10**6 entries costs no memory. Optimum's ORTModelForCausalLM
   also feeds position_ids computed on the host; this backend does not, so that the offset
   arithmetic judged is the graph's own (Shape(past_key)[2] -> Range -> Add -> Gather(wpe)).
+  OnnxRuntimeHFPositionIdsAdapter below is that other graph (not registered).
+- the exporter: torch's dynamo exporter keeps the tie. The TorchScript exporter
+  (dynamo=False) folds lm_head's Transpose(wte) into a second [d, V] initializer at export
+  time (tests/test_onnx_runtime.py), so its file holds the table twice and a new wte would
+  not reach the head.
 - the tables: the exported graph keeps the tie (one [50257, d] initializer feeds the token
   Gather and the head's Transpose -> MatMul; tests/test_onnx_runtime.py checks it). The tables
   reach ORT as that graph's external initializers (SessionOptions.add_external_initializers):
@@ -72,6 +77,7 @@ class OnnxRuntimeHFAdapter(Adapter):
                   "CPUExecutionProvider; h = hidden_states[0] output; offset = length of the past_key/"
                   "past_value inputs; logits = the exported lm_head on an h_final input")
     WAIVERS = WAIVERS_PATH
+    OFFSET = "cache"  # the graph's offset input (export.py)
 
     @classmethod
     def implementation(cls) -> str:
@@ -87,7 +93,7 @@ class OnnxRuntimeHFAdapter(Adapter):
             raise ValueError(f"OnnxRuntimeHFAdapter: device {config.device!r}: only cpu is claimed")
         self.hf_config = gpt2_config(config.n_embd)
         self.torch_dtype, self.np_dtype, _ = _DTYPES[config.dtype]
-        self.graph = export.export(config.n_embd, self.torch_dtype, self.hf_config)
+        self.graph = export.export(config.n_embd, self.torch_dtype, self.hf_config, self.OFFSET)
         self.session = None  # built by load_tables / init_tables, which always come next
         self._wte = self._wpe = None
 
@@ -123,9 +129,12 @@ class OnnxRuntimeHFAdapter(Adapter):
         return {i.name: tuple(i.dims) for i in model.graph.initializer if i.data_type in floats}
 
     # -- forward ------------------------------------------------------------------
-    def _run(self, output: str, ids, past_length, h_final) -> np.ndarray:
+    def _offset_feeds(self, ids, past_length) -> dict:
         cache = np.zeros((ids.shape[0], self.graph.n_head, past_length, self.graph.head_dim), self.np_dtype)
-        feeds = {"input_ids": ids, "past_key": cache, "past_value": cache, "h_final": h_final}
+        return {"past_key": cache, "past_value": cache}
+
+    def _run(self, output: str, ids, past_length, h_final) -> np.ndarray:
+        feeds = {"input_ids": ids, "h_final": h_final, **self._offset_feeds(ids, past_length)}
         return self.session.run([output], feeds)[0]
 
     def embed(self, ids, past_length=0):
@@ -135,3 +144,23 @@ class OnnxRuntimeHFAdapter(Adapter):
     def logits(self, h_final):
         h = _to_model_dtype(h_final, self.config.dtype)
         return self._run("logits", np.zeros((1, 0), np.int64), 0, h)
+
+
+class OnnxRuntimeHFPositionIdsAdapter(OnnxRuntimeHFAdapter):
+    """The same model exported with a position_ids input instead of the cache, as Optimum's
+    GPT-2 decoder graphs take it; the host computes the positions, here past_length + t for
+    every row (what Optimum derives from an all-ones attention mask: cumsum(-1) - 1, last T
+    kept). Not registered: it judges the graph's Gather on host-made positions, while the
+    offset arithmetic is the adapter's own; run it with
+    `gpt2-conformance run --adapter backends.thirdparty.onnx_runtime.adapter:OnnxRuntimeHFPositionIdsAdapter`."""
+
+    OFFSET = "position_ids"
+    WAIVERS = None  # judged raw: its verdicts are in the onnxruntime-hf report's notes, not waived
+    capabilities = Capabilities(
+        dtypes=tuple(_DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        black_box="HF GPT2LMHeadModel exported to ONNX with a position_ids input (torch dynamo exporter), "
+                  "run by onnxruntime CPUExecutionProvider; position_ids = past_length + t from the host")
+
+    def _offset_feeds(self, ids, past_length) -> dict:
+        positions = past_length + np.arange(ids.shape[-1], dtype=np.int64)
+        return {"position_ids": np.broadcast_to(positions, ids.shape[:1] + positions.shape).copy()}

@@ -35,8 +35,9 @@ from conformance import gpt2
 
 OPSET = 20  # torch 2.13's default (torch/onnx/_constants.py ONNX_DEFAULT_OPSET), pinned so the report can name it
 INPUTS = ("input_ids", "past_key", "past_value", "h_final")
+POSITION_IDS_INPUTS = ("input_ids", "position_ids", "h_final")  # the offset="position_ids" graph
 OUTPUTS = ("h", "logits")
-_CACHE: dict[tuple[int, str], "ExportedGraph"] = {}
+_CACHE: dict[tuple[int, str, str], "ExportedGraph"] = {}
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,20 @@ class _EmbedAndHead(torch.nn.Module):
         return out.hidden_states[0], self.lm.lm_head(h_final)
 
 
+class _EmbedAndHeadPositionIds(torch.nn.Module):
+    """(input_ids, position_ids, h_final) -> (h, logits): the positions come from the host, as in
+    Optimum's ONNX decoder graphs, and GPT2Model uses them as given (wpe(position_ids))."""
+
+    def __init__(self, model: GPT2LMHeadModel):
+        super().__init__()
+        self.lm = model
+
+    def forward(self, input_ids, position_ids, h_final):
+        out = self.lm.transformer(input_ids=input_ids, position_ids=position_ids, use_cache=False,
+                                  output_hidden_states=True)
+        return out.hidden_states[0], self.lm.lm_head(h_final)
+
+
 def _tables_to_external(model: onnx.ModelProto, names: tuple[str, ...]) -> None:
     """Drop the payload of `names` and mark them external: the session gets them from memory."""
     for init in model.graph.initializer:
@@ -99,9 +114,10 @@ def _find_tables(model: onnx.ModelProto, n_embd: int) -> tuple[str, str, bool]:
     return vocab[0], ctx[0], vocab[0] in head_inputs
 
 
-def export(n_embd: int, dtype: torch.dtype, hf_config) -> ExportedGraph:
-    """The graph for (n_embd, dtype), exported on first use and then kept for this process."""
-    key = (n_embd, str(dtype))
+def export(n_embd: int, dtype: torch.dtype, hf_config, offset: str = "cache") -> ExportedGraph:
+    """The graph for (n_embd, dtype, offset), exported on first use and then kept for this process.
+    offset="cache": past_key/past_value inputs; offset="position_ids": a position_ids input."""
+    key = (n_embd, str(dtype), offset)
     if key in _CACHE:
         return _CACHE[key]
     import onnxscript
@@ -119,11 +135,17 @@ def export(n_embd: int, dtype: torch.dtype, hf_config) -> ExportedGraph:
     hb, ht = dim("h_batch"), dim("h_seq", min=0)
     dynamic = {"input_ids": {0: b, 1: t}, "past_key": {0: b, 2: p}, "past_value": {0: b, 2: p},
                "h_final": {0: hb, 1: ht}}
+    module, names = _EmbedAndHead(model), INPUTS
+    if offset == "position_ids":
+        example = (example[0], torch.arange(seq).expand(batch, seq).contiguous(), example[3])
+        dynamic = {"input_ids": {0: b, 1: t}, "position_ids": {0: b, 1: t}, "h_final": {0: hb, 1: ht}}
+        module, names = _EmbedAndHeadPositionIds(model), POSITION_IDS_INPUTS
+    elif offset != "cache":
+        raise ValueError(f"export: offset {offset!r} is not 'cache' or 'position_ids'")
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")  # the exporter's progress lines and deprecation notes
-        program = torch.onnx.export(_EmbedAndHead(model), example, dynamo=True, dynamic_shapes=dynamic,
-                                    opset_version=OPSET,
-                                    input_names=list(INPUTS), output_names=list(OUTPUTS))
+        program = torch.onnx.export(module, example, dynamo=True, dynamic_shapes=dynamic, opset_version=OPSET,
+                                    input_names=list(names), output_names=list(OUTPUTS))
     proto = program.model_proto
     wte_name, wpe_name, head_uses_wte = _find_tables(proto, n_embd)
     _tables_to_external(proto, (wte_name, wpe_name))
