@@ -434,7 +434,7 @@ def test_a_native_hook_of_the_wrong_type_is_named():
 
 
 NATIVE_BACKENDS = ("torch", "hf-transformers", "transformer-lens", "keras-hub-tensorflow", "keras-hub-jax",
-                   "keras-hub-torch", "mlx-lm")
+                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf")
 NATIVE_CHECK = """
 import sys, numpy as np
 from conformance import registry
@@ -448,7 +448,7 @@ wte, wpe = _tables(768)
 adapter = factory(AdapterConfig(768))
 adapter.load_tables(wte, wpe)
 nb = native.find(adapter, "cpu")
-ids = np.random.default_rng(0).integers(0, 50257, (2, 128)).astype(np.int32)  # > CONSTRUCTOR_BYTES
+ids = np.random.default_rng(0).integers(0, 50257, (2, 128)).astype(np.int64)  # > CONSTRUCTOR_BYTES; int64: every adapter takes it
 for past in (0, 5, 5):
     t = nb.put(ids)
     nb.sync(nb.logits(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
@@ -457,8 +457,13 @@ for past in (0, 5, 5):
         logits = nb.sync(nb.logits(h))
     assert seen == [], f"{name}: numpy conversions inside a native call: {seen}"
     assert type(h).__module__.split(".")[0] != "numpy", f"{name}: native h is {type(h)}"
-    same = np.array_equal(np.asarray(adapter.embed(ids, past)), adapter._numpy(h) if hasattr(adapter, "_numpy")
-                          else np.asarray(h.detach() if hasattr(h, "detach") else h))
+    if hasattr(h, "numpy") and not hasattr(h, "detach"):  # an OrtValue or a tf tensor
+        native_h = h.numpy()
+    elif hasattr(adapter, "_numpy"):  # keras
+        native_h = adapter._numpy(h)
+    else:
+        native_h = np.asarray(h.detach() if hasattr(h, "detach") else h)
+    same = np.array_equal(np.asarray(adapter.embed(ids, past)), native_h)
     assert same, f"{name}: native h differs from the Adapter API's h at past_length={past}"
 with native.conversion_guard() as seen:
     adapter.embed(ids, 5)

@@ -126,6 +126,9 @@ CONVERSIONS = frozenset({
 # (Keras and JAX do so on every eager op): one counts as a conversion when numpy allocated at
 # least this many bytes of array data during it (numpy reports its data to tracemalloc).
 NUMPY_CONSTRUCTORS = frozenset({"asarray", "array", "ascontiguousarray", "asanyarray", "copy"})
+# (function, module) whose numpy conversion happens inside C++: ONNX Runtime's numpy-in,
+# numpy-out InferenceSession.run (its OrtValue path is run_with_ort_values)
+CONVERTING_CALLS = frozenset({("run", "onnxruntime.capi.onnxruntime_inference_collection")})
 CONSTRUCTOR_BYTES = 256
 
 
@@ -149,8 +152,9 @@ def conversion_guard():
     def profile(frame, event, arg):
         if event == "call":
             name = frame.f_code.co_name
-            if name in CONVERSIONS:
-                seen.append((name, frame.f_globals.get("__name__", "?")))
+            module = frame.f_globals.get("__name__", "?")
+            if name in CONVERSIONS or (name, module) in CONVERTING_CALLS:
+                seen.append((name, module))
         elif event == "c_call":
             name = getattr(arg, "__name__", "")
             if name in CONVERSIONS:
