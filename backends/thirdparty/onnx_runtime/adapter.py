@@ -27,17 +27,18 @@ What is observed, and how (Capabilities.black_box):
   running session holds wte twice and there is no in-place write that reaches both
   (mutable_tables is not claimed; TIED-STORAGE is "not claimed"). SessionOptions.add_initializer
   (a zero-copy shared buffer) is not used: ORT's constant folder does not see such a buffer and
-  folds the model file's own table into the head (tested: the head then read the exported
-  zeros while the Gather read the shared buffer).
+  folds the model file's own table into the head (seen while building this adapter: the head
+  read the exported zeros while the Gather read the shared buffer).
 - tables(): the arrays handed to ORT (in the model's dtype), since ORT offers no read-back.
 - init: torch.manual_seed(seed) then GPT2LMHeadModel(config): HF's own init, whose tables are
   what an export of that model would hold; they go into a new session.
 - dtypes: the model exported in that dtype (model.to(dtype)), tables rounded by torch as
-  model.to(dtype) rounds them.
+  model.to(dtype) rounds them. bfloat16 is not claimed: the graph exports, but the CPU
+  provider has no bfloat16 Add kernel (NOT_IMPLEMENTED at session creation; a test checks it).
 
 The adapter adds no checks: ids go to session.run as they come (ORT checks the input's type and
 rank against the graph), past_length becomes the cache's length through np.zeros (which rejects
-negative and fractional sizes, and reads True as 1).
+negative, fractional and bool sizes: that, not the graph, is what BOUNDS-PAST-LENGTH sees).
 """
 
 from __future__ import annotations
@@ -57,16 +58,13 @@ from conformance.adapter import Adapter, AdapterConfig, Capabilities
 
 WAIVERS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waivers.toml")
 PROVIDER = "CPUExecutionProvider"
-# model dtype -> (torch dtype, numpy dtype the arrays are held in, ONNX element type)
-_DTYPES = {
-    "float32": (torch.float32, np.float32, 1),
-    "float16": (torch.float16, np.float16, 10),
-}
+# model dtype -> (torch dtype, numpy dtype the arrays are held in)
+_DTYPES = {"float32": (torch.float32, np.float32), "float16": (torch.float16, np.float16)}
 
 
 def _to_model_dtype(array: np.ndarray, dtype: str) -> np.ndarray:
     """float32 values rounded as torch's .to(dtype) rounds them (what model.to(dtype) stores)."""
-    torch_dtype, np_dtype, _ = _DTYPES[dtype]
+    torch_dtype, np_dtype = _DTYPES[dtype]
     return from_numpy(np.ascontiguousarray(array)).to(torch_dtype).numpy().astype(np_dtype, copy=False)
 
 
@@ -92,7 +90,7 @@ class OnnxRuntimeHFAdapter(Adapter):
         if config.device != "cpu":
             raise ValueError(f"OnnxRuntimeHFAdapter: device {config.device!r}: only cpu is claimed")
         self.hf_config = gpt2_config(config.n_embd)
-        self.torch_dtype, self.np_dtype, _ = _DTYPES[config.dtype]
+        self.torch_dtype, self.np_dtype = _DTYPES[config.dtype]
         self.graph = export.export(config.n_embd, self.torch_dtype, self.hf_config, self.OFFSET)
         self.session = None  # built by load_tables / init_tables, which always come next
         self._wte = self._wpe = None

@@ -16,7 +16,10 @@ SessionOptions.add_external_initializers (ORT injects them before its graph opti
 SessionOptions.add_initializer instead shares a buffer that the constant folder does not see,
 and the head would read the file's tables; see adapter.py).
 
-Export takes ~10 s, so one graph is kept per (n_embd, dtype) in this process.
+offset="position_ids" exports the same model with a position_ids input instead of the cache, as
+Optimum's GPT-2 decoder graphs take it (the host computes the positions).
+
+Export takes ~10 s, so one graph is kept per (n_embd, dtype, offset) in this process.
 """
 
 from __future__ import annotations
