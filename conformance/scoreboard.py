@@ -318,8 +318,9 @@ def _bench(bench: list[dict]) -> list[str]:
     prefill = sorted((b for b in bench if b["group"] == "forward_prefill B8-T1024-d768" and b.get("gbps") is not None),
                      key=lambda b: -b["gbps"])
     if prefill:
-        items = [(_series_label(b, hosts), b["gbps"], f"{b['gbps']:.1f} GB/s ({b['mode']})", b.get("limit_gbps"))
-                 for b in prefill]
+        items = [(_series_label(b, hosts), b["gbps"], f"{b['gbps']:.1f} GB/s" + (
+                     f" of {b['limit_gbps']:.1f} ({b['gbps'] / b['limit_gbps']:.0%})" if b.get("limit_gbps") else "")
+                  + f", {b['mode']}", b.get("limit_gbps")) for b in prefill]
         kinds = sorted({b["limit_kind"] for b in prefill if b.get("limit_kind")})
         what = f" ({'; '.join(kinds)})" if kinds else ""
         out.append(f"<h3>Prefill bandwidth against the limit</h3><figure>"
