@@ -20,6 +20,7 @@ BUILTIN = {
     "keras-hub-torch": "backends.thirdparty.keras_hub_torch.adapter:KerasHubTorchAdapter",
     "transformer-lens": "backends.thirdparty.transformer_lens.adapter:TransformerLensAdapter",
     "mlx-lm": "backends.thirdparty.mlx_lm.adapter:MlxLmAdapter",
+    "onnxruntime-hf": "backends.thirdparty.onnx_runtime.adapter:OnnxRuntimeHFAdapter",
 }
 
 # The framework each backend imports: `--backend all` skips a backend whose framework is not
@@ -32,8 +33,9 @@ REQUIRES = {
     "keras-hub-torch": ("keras_hub", "torch"),
     "transformer-lens": ("torch", "transformer_lens"),
     "mlx-lm": ("mlx", "mlx_lm"),
+    "onnxruntime-hf": ("torch", "transformers", "onnx", "onnxscript", "onnxruntime"),
 }
 
 # Implementations we did not write: judged as they are, with waivers and a report each
 THIRD_PARTY = ("hf-transformers", "keras-hub-tensorflow", "keras-hub-jax", "keras-hub-torch", "transformer-lens",
-               "mlx-lm")
+               "mlx-lm", "onnxruntime-hf")
