@@ -28,9 +28,9 @@ BUILTIN = {
 REQUIRES = {
     "numpy": ("numpy",), "torch": ("torch",), "tensorflow": ("tensorflow",), "jax": ("jax",),
     "hf-transformers": ("torch", "transformers"),
-    "keras-hub-tensorflow": ("keras_hub", "tensorflow"),
-    "keras-hub-jax": ("keras_hub", "jax"),
-    "keras-hub-torch": ("keras_hub", "torch"),
+    "keras-hub-tensorflow": ("keras_hub", "keras", "tensorflow"),
+    "keras-hub-jax": ("keras_hub", "keras", "jax"),
+    "keras-hub-torch": ("keras_hub", "keras", "torch"),
     "transformer-lens": ("torch", "transformer_lens"),
     "mlx-lm": ("mlx", "mlx_lm"),
     "onnxruntime-hf": ("torch", "transformers", "onnx", "onnxscript", "onnxruntime"),
