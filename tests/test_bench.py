@@ -165,7 +165,9 @@ def test_warm_and_cold_are_each_judged_against_their_own_state():
     assert outputs.bar(rows, "cold")["torch"]["pct"] == pytest.approx(90.0)
     text = outputs.console([res], rows, {"cores": 2, "other_load_cores": 0.0})
     assert "bar at forward_prefill B=8, T=1024, d=768, warm" in text and ", cold (" in text
-    assert "machine: 2 cores, LLC 32 MiB" in text
+    assert "machine: 2 cores, LLC 32 MiB" in text and "NOT A VERDICT" not in text
+    busy = outputs.console([res], rows, {"cores": 2, "other_load_cores": 1.44})
+    assert "NOT A VERDICT: other processes kept 1.44 cores busy" in busy
 
 
 def test_a_row_above_its_limit_is_flagged_never_shown_as_a_result(tmp_path):
@@ -448,7 +450,7 @@ wte, wpe = _tables(768)
 adapter = factory(AdapterConfig(768))
 adapter.load_tables(wte, wpe)
 nb = native.find(adapter, "cpu")
-ids = np.random.default_rng(0).integers(0, 50257, (2, 128)).astype(np.int64)  # > CONSTRUCTOR_BYTES; int64: every adapter takes it
+ids = np.random.default_rng(0).integers(0, 50257, (2, 128)).astype(np.int64)  # int64: every adapter takes it
 for past in (0, 5, 5):
     t = nb.put(ids)
     nb.sync(nb.logits(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard

@@ -247,7 +247,7 @@ def _bar_lines(verdict: dict) -> list[str]:
         if b in verdict:
             v = verdict[b]
             need = "" if b not in FRAMEWORKS else (" meets the 2/3 bar" if v["meets"] else " BELOW the 2/3 bar")
-            faults = f", {v['faults_per_call']:.0f} faults/call" if v.get("faults_per_call") else ""
+            faults = f", {v['faults_per_call']:.0f} faults/call" if (v.get("faults_per_call") or 0) >= 1 else ""
             lines.append(f"{b}: fastest measured mode with the check on: {v['mode']} ({v['check']}) "
                          f"{v['median_ms']:.2f} ms, {v['gbps']:.1f} of {v['limit_gbps']:.1f} GB/s = "
                          f"{v['pct']:.0f}% of the limit{faults}{need}")
@@ -270,8 +270,10 @@ def _bar_section(results, rows_, meta) -> list[tuple[str, list[str]]]:
         if faulted:
             lines.append("checked modes that page-faulted here (their time follows the allocator's state; the bar "
                          "takes the fastest checked mode): " + "; ".join(faulted))
+        shared = (meta or {}).get("other_load_cores") or 0
+        note = f"; NOT A VERDICT: other processes kept {shared:.2f} cores busy" if shared > BUSY_THRESHOLD else ""
         out.append((f"bar at forward_prefill B=8, T=1024, d=768, {cache} (each row against the same bytes "
-                    f"streamed {cache}); {machine_line(results, meta)}", lines))
+                    f"streamed {cache}); {machine_line(results, meta)}{note}", lines))
     errors = model_errors(rows_)
     if errors:
         out.append(("MODEL ERRORS: rows above 100% of their limit (the byte model or the reference is wrong for "

@@ -1,4 +1,5 @@
-"""Native bench hooks for keras-hub's GPT2Backbone on Keras' tensorflow backend: backends/thirdparty/keras_hub_bench.py."""
+"""Native bench hooks for keras-hub's GPT2Backbone on Keras' tensorflow backend (the shared code:
+backends/thirdparty/keras_hub_bench.py)."""
 
 from backends.thirdparty import keras_hub_bench
 
