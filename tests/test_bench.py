@@ -638,13 +638,14 @@ def test_matched_reference_moves_the_bytes_it_says():
     from conformance.bench import bandwidth
 
     for read, write in ((3 << 20, 1 << 20), (1 << 20, 3 << 20), (2 << 20, 2 << 20)):
-        runs, moved = bandwidth._streams(read, write, 2)
-        assert moved == read + write and len(runs) == 2
-        for run in runs:
-            run()
+        for reader in bandwidth.READERS:
+            runs, moved = bandwidth._streams(read, write, 2, reader)
+            assert moved == read + write and len(runs) == 2
+            for run in runs:
+                run()
     out = bandwidth.matched(3 << 20, 1 << 20, rounds=3, max_time=0)
     assert out["cache"] == "warm" and out["gbps"] > 0 and out["read"] == 3 << 20
-    assert out["gbps"] == max(out["one_thread_gbps"], out.get("all_cores_gbps", 0))
+    assert out["gbps"] == max(out["one_thread_gbps"], out.get("all_cores_gbps", 0)) and out["reader"] in bandwidth.READERS
     with pytest.raises(ValueError, match="matched.read=-1"):
         bandwidth.matched(-1, 8)
 
