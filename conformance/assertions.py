@@ -141,8 +141,9 @@ def changed_row(table: np.ndarray, row: int, seed: int) -> np.ndarray:
 def assert_moves_exactly_at(before: np.ndarray, after: np.ndarray, where: np.ndarray, call: str, why: str) -> None:
     """h changed in every element of the rows where `where` [B, T] is True, and nowhere else."""
     before, after = np.asarray(before), as_array(after, call)
-    if after.shape != before.shape:
-        raise AssertionError(f"h.shape={after.shape}, but should be {before.shape} as before {why} [{call}]")
+    for h in (before, after):
+        if h.shape[:-1] != where.shape or h.dtype != np.float32:
+            raise AssertionError(f"h is {h.dtype}{list(h.shape)}, but should be float32{list(where.shape)} + [d] [{call}]")
     moved = (after.view(np.uint32) != before.view(np.uint32))
     stray = moved & ~where[..., None]
     if stray.any():

@@ -66,9 +66,9 @@ CLAUSES: tuple[Clause, ...] = (
            "Offsets are POSITIONS-OFFSET's, which relates them to this forward.",
            f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
     Clause("LOOKUP-NO-SCALE", "LOOKUP", "No sqrt(d) or other scaling",
-           "With wpe zeroed, every h[b, t] is exactly a row of wte; with wte zeroed, exactly a row of "
-           "wpe. No factor (sqrt(d) as in the Transformer base model, a max-norm renormalisation, or "
-           "any other) is applied to either term, whatever the rows' norms.",
+           "With wpe zeroed, no h[b, t] is c * wte[X[b, t]] for a factor c != 1; with wte zeroed, "
+           "none is c * wpe[t]. No factor (sqrt(d) as in the Transformer base model, a max-norm "
+           "renormalisation, or any other) is applied to either term, whatever the rows' norms.",
            f"{MODEL_PY} line 157; {SEED_EMBEDDING} (Watch-outs)"),
     Clause("LOOKUP-NO-EXTRA", "LOOKUP", "No token-type embedding, bias or norm on the sum",
            "With both tables zero, h is exactly zero: nothing else (a token-type or segment "
@@ -235,7 +235,8 @@ def clause(clause_id: str) -> Clause:
 # What a PASS covers: the inputs the suite's strategies draw (conformance/strategies.py)
 DRAWN_INPUTS = (
     "Batch size B from 1 to 64 (T up to 1024 for B <= 3, up to 64 for B <= 16, up to 8 above), "
-    "T from 1 (T = 0 is SHAPE-EMPTY's alone).",
+    "T from 1 (T = 0 is SHAPE-EMPTY's alone). Offsets drawn up to 64 in SHAPE-H and "
+    "LOOKUP-BATCH-INDEPENDENT (their reach is POSITIONS-OFFSET's).",
     "Positions up to 1023 in LOOKUP-EXACT and the BOUNDS and GOLDEN clauses; up to 1022 in the "
     "relations (LOOKUP-BATCH-INDEPENDENT and the POSITIONS group), whose last position is "
     "BOUNDS-LAST-POSITION's.",

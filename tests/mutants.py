@@ -57,6 +57,20 @@ class OffsetTwice(_Mutant):
         return 2 * past_length + np.arange(seq_len)
 
 
+class CachedTokensReturnedToo(_Mutant):
+    """With a cache it returns h for the cached positions too, [B, past_length + T, d] (as an
+    implementation that re-embeds the whole sequence it has seen), not [B, T, d]."""
+    TARGETS = frozenset({"SHAPE-H"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        h = super().embed(ids, past_length)
+        if past_length == 0:
+            return h
+        seen = np.zeros((ids.shape[0], past_length, h.shape[-1]), h.dtype)  # the cached positions' rows
+        return np.concatenate([seen, h], axis=1)
+
+
 class OffByOnePositions(_Mutant):
     """Positions start at 1 (1-based thinking): p_t = past_length + t + 1."""
     TARGETS = frozenset({"LOOKUP-EXACT", "BOUNDS-LAST-POSITION"})
@@ -119,8 +133,9 @@ class BatchRowsMixed(_Mutant):
 # -- token ids ----------------------------------------------------------------------------
 
 class NarrowIdCast(_Mutant):
-    """ids cast to int16 before the gather: ids >= 32768 wrap negative, then to the end."""
-    TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-ID-DTYPES"})
+    """ids cast to int16 before the gather: ids >= 32768 wrap negative, then to the end. Both
+    id dtypes go the same wrong way, so int32 and int64 still agree (LOOKUP-ID-DTYPES passes)."""
+    TARGETS = frozenset({"LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
         ids, past_length = self.check(ids, past_length)
@@ -129,6 +144,55 @@ class NarrowIdCast(_Mutant):
     def check(self, ids, past_length):
         if ids.dtype == np.int16:
             return ids, past_length  # second pass through embed, already checked
+        return super().check(ids, past_length)
+
+
+class Int32IdsNarrowed(_Mutant):
+    """int32 ids take a "compact" path that stores them as int16: ids >= 32768 wrap, int64 ids
+    are right (a dtype-dependent fast path)."""
+    TARGETS = frozenset({"LOOKUP-ID-DTYPES"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        gather_ids = ids.astype(np.int16) if ids.dtype == np.int32 else ids
+        return _rows(self.wte, gather_ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class StridesIgnored(_Mutant):
+    """A C extension that reads the ids' buffer as if it were C-contiguous, ignoring strides
+    (Fortran-ordered and strided views come out scrambled). Views with negative strides it
+    copies first, as PyArray_FROMANY with NPY_ARRAY_C_CONTIGUOUS would."""
+    TARGETS = frozenset({"LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        if min(ids.strides) >= 0:
+            c_strides = (ids.shape[1] * ids.itemsize, ids.itemsize)
+            ids = np.lib.stride_tricks.as_strided(ids, shape=ids.shape, strides=c_strides)
+        return _rows(self.wte, ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class LargeBatchFloat16Sum(_Mutant):
+    """Above 32 rows a "memory-saving" path adds the rows in float16 (a batch-size-dependent
+    path, as serving stacks have for their padded batch sizes)."""
+    TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-BATCH-INDEPENDENT"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        if ids.shape[0] <= 32:
+            return h
+        tok = _rows(self.wte, ids).astype(np.float16)
+        return (tok + _rows(self.wpe, self.positions(ids.shape[1], past_length)).astype(np.float16)[None]).astype(h.dtype)
+
+
+class NumpyIntPastLengthIgnored(_Mutant):
+    """past_length is honoured only as a Python int: a numpy integer (np.int64 from shape
+    arithmetic) or a 0-d array is silently taken as 0 (an isinstance(past, int) test)."""
+    TARGETS = frozenset({"POSITIONS-OFFSET"})
+
+    def check(self, ids, past_length):
+        if isinstance(past_length, (np.integer, np.ndarray)):
+            past_length = 0
         return super().check(ids, past_length)
 
 
@@ -404,6 +468,22 @@ class OutputBias(_Mutant):
 
     def parameters(self):
         return super().parameters() | {"lm_head.bias": self.bias.shape}
+
+
+class HeadInTF32(_Mutant):
+    """The tied head multiplies in TF32 (inputs rounded to 10-bit mantissas), the default for
+    float32 matmuls in TensorFlow and JAX on recent GPUs: tied and exact in structure, not float32
+    accurate."""
+    TARGETS = frozenset({"TIED-LOGITS-FLOAT32"})
+
+    def logits(self, h_final):
+        from conformance.numerics import round_to_dtype
+
+        if self._dtype != np.float32:
+            return super().logits(h_final)
+        h = round_to_dtype(np.asarray(h_final, np.float32), "tf32")
+        shape = (*h.shape[:-1], gpt2.N_VOCAB)
+        return (h.reshape(-1, h.shape[-1]) @ round_to_dtype(self.wte, "tf32").T).reshape(shape)
 
 
 class GradientWithoutHeadRole(_Mutant):
