@@ -393,8 +393,18 @@ def bench_table(bench: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "_rank"} for r in best.values()]
 
 
+def column_order(runs: list[Run]) -> list[Run]:
+    """Backends in the registry's order (the NumPy reference first), then any other backend by
+    name; within a backend, devices and labels in order."""
+    from conformance import registry
+
+    known = {name: i for i, name in enumerate(registry.available())}
+    return sorted(runs, key=lambda r: (known.get(r.backend, len(known)), r.backend, r.device, r.label))
+
+
 def merged(runs: list[Run], bench: list[dict], ignored: list[str] = ()) -> dict:
     label_columns(runs)
+    runs = column_order(runs)
     clause_ids: list[str] = []
     described = {}
     for r in runs:

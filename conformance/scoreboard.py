@@ -31,7 +31,7 @@ h3 { font-size: 1rem; margin: 1rem 0 0; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 3px 6px; vertical-align: top; text-align: left; }
 thead th { background: #f4f4f4; position: sticky; top: 0; }
-th.col { cursor: pointer; min-width: 7.5em; font-weight: normal; }
+th.col { cursor: pointer; min-width: 7.5em; max-width: 10em; font-weight: normal; overflow-wrap: anywhere; }
 th.col .impl { font-weight: bold; display: block; } th.col span { display: block; }
 th.col small, .clause .title { color: var(--muted); }
 tbody th.clause { position: sticky; left: 0; background: #fff; min-width: 14em; }

@@ -309,3 +309,9 @@ def test_run_all_parity_table_comes_from_the_fingerprints(fingerprint):
     assert table.splitlines()[2:] == ["| numpy | 0 | 0 | 0 |",
                                       "| torch | failed: exit code 1: ImportError | failed: exit code 1: ImportError "
                                       "| failed: exit code 1: ImportError |"]
+
+
+def test_columns_follow_the_registry_order_whatever_the_file_order(tmp_path, capsys):
+    paths = [write(tmp_path, f"{name}.json", suite_result(name)) for name in ("my-plugin", "jax", "torch", "numpy")]
+    code, err, doc = merge_files(paths, tmp_path, capsys)
+    assert [c["label"] for c in doc["columns"]] == ["numpy cpu", "torch cpu", "jax cpu", "my-plugin cpu"]
