@@ -16,24 +16,14 @@ suite (conformance/) never imports it.
 from __future__ import annotations
 
 import abc
-import warnings
 
 import numpy as np
 import torch
 
+from backends.torch.adapter import _from_numpy as from_numpy  # the same numpy -> torch bridge as ours
 from conformance.adapter import Adapter
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-def from_numpy(array: np.ndarray) -> torch.Tensor:
-    """The array as a torch tensor sharing its memory and strides; torch has no negative strides,
-    so a reversed view is copied first (the bridge's job, not a check: the values are the same)."""
-    if any(stride < 0 for stride in array.strides):
-        array = array.copy()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:

@@ -24,8 +24,11 @@ _TORCH_DEVICES = {"cpu": "cpu", "gpu": "cuda"}
 
 
 def _from_numpy(array: np.ndarray) -> torch.Tensor:
-    """A zero-copy view of `array`. torch warns on read-only arrays (the suite's tables are
-    read-only) because it cannot mark the view read-only; every use here only reads it."""
+    """A zero-copy view of `array`, strides kept. torch warns on read-only arrays (the suite's
+    tables are read-only) because it cannot mark the view read-only; every use here only reads
+    it. torch has no negative strides, so a reversed view is copied first (same values)."""
+    if any(stride < 0 for stride in array.strides):
+        array = array.copy()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         return torch.from_numpy(array)
