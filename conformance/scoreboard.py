@@ -23,7 +23,7 @@ CSS = """
 :root { --pass:#d7f0d7; --fail:#f7c6c6; --waived:#fbe7b5; --nc:#e4e4e4; --skip:#dfe7f2; --error:#e8c8f0;
         --absent:#fff; --ink:#1b1b1b; --muted:#555; --line:#bbb; }
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); margin: 1rem auto;
-       max-width: 1400px; padding: 0 1rem; }
+       max-width: 1800px; padding: 0 1rem; }
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin: 1.6rem 0 .4rem; }
 h3 { font-size: 1rem; margin: 1rem 0 0; }
 .meta { color: var(--muted); margin: 0; }
@@ -32,8 +32,10 @@ table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 3px 6px; vertical-align: top; text-align: left; }
 thead th { background: #f4f4f4; position: sticky; top: 0; }
 th.col { cursor: pointer; min-width: 7.5em; max-width: 10em; font-weight: normal; overflow-wrap: anywhere; }
-th.col .impl { font-weight: bold; display: block; } th.col span { display: block; }
+th.col .impl { font-weight: bold; display: block; } th.col span, th.col small { display: block; }
 th.col small, .clause .title { color: var(--muted); }
+th.col small.implementation { display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical;
+  overflow: hidden; }  /* in full in the Columns table and the tooltip */
 tbody th.clause { position: sticky; left: 0; background: #fff; min-width: 14em; }
 .clause .cid { font-family: ui-monospace, monospace; display: block; }
 .clause .title { font-weight: normal; }
@@ -138,10 +140,10 @@ def _matrix(doc: dict, groups: list[str]) -> list[str]:
            '<div class="scroll"><table id="matrix"><thead><tr><th scope="col">Clause</th>']
     for c in cols:
         device = c["device"] + ("" if c["device_name"] == merge.UNKNOWN else f" · {c['device_name']}")
-        versions = ", ".join(f"{k} {v}" for k, v in c["versions"].items())
-        out.append(f'<th scope="col" class="col" data-column="{escape(c["label"])}" title="{escape(versions)}">'
+        tooltip = c["implementation"] + "; " + ", ".join(f"{k} {v}" for k, v in c["versions"].items())
+        out.append(f'<th scope="col" class="col" data-column="{escape(c["label"])}" title="{escape(tooltip)}">'
                    f'<span class="impl">{escape(c["label"])}</span><span>{escape(device)}</span>'
-                   f'<small>{escape(c["implementation"])}</small><br><small>{escape(c["created"][:16])}</small>'
+                   f'<small class="implementation">{escape(c["implementation"])}</small><small>{escape(c["created"][:16])}</small>'
                    f"{_host(c['host'])}</th>")
     out.append("</tr></thead><tbody>")
     index = 0
@@ -164,7 +166,7 @@ def _matrix(doc: dict, groups: list[str]) -> list[str]:
 
 
 def _host(host: str) -> str:
-    return "" if host == merge.UNKNOWN else f"<br><small>{escape(host)}</small>"
+    return "" if host == merge.UNKNOWN else f"<small>{escape(host)}</small>"
 
 
 def _cell(cell: dict) -> str:
