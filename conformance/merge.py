@@ -341,17 +341,19 @@ def _h_problems(members: list[Run], usable: dict, digests: dict) -> list[str]:
     (devices, versions, hosts), and for the NumPy reference on every machine."""
     problems = []
     for case in H_CASES:
-        refs = {usable[r.label]["cases"][case].get("reference_sha256") for r in members}
+        refs = {usable[r.label]["cases"][case].get("reference_sha256") for r in members
+                if case in usable[r.label]["cases"]}
         if len(refs) > 1:
             problems.append(f"the NumPy reference's {case} differs between the machines of "
                             + ", ".join(r.label for r in members))
     for backend in dict.fromkeys(r.backend for r in members):
         labels = [r.label for r in members if r.backend == backend]
         for case in H_CASES:
-            shas = [usable[label]["cases"][case]["sha256"] for label in labels]
+            claimed = [label for label in labels if case in usable[label]["cases"]]  # not claimed: absent
+            shas = [usable[label]["cases"][case]["sha256"] for label in claimed]
             if len(set(shas)) > 1:
                 problems.append(f"{backend}: float32 {case} is not bit-identical between "
-                                + ", ".join(f"{label} [{digests[case][sha]}]" for label, sha in zip(labels, shas)))
+                                + ", ".join(f"{label} [{digests[case][sha]}]" for label, sha in zip(claimed, shas)))
     return problems
 
 
@@ -367,7 +369,7 @@ def _same_backend(members: list[Run], usable: dict) -> list[dict]:
                  if "logits" in a and "logits" in b]
         diffs = [d for d in diffs if d is not None]
         out.append({"backend": backend, "columns": labels,
-                    "h_bit_identical": all(len({c[case]["sha256"] for c in cases}) == 1 for case in H_CASES),
+                    "h_bit_identical": all(len({c[case]["sha256"] for c in cases if case in c}) <= 1 for case in H_CASES),
                     "logits_sample_max_abs_diff": max(diffs) if diffs else None})
     return out
 
@@ -503,10 +505,14 @@ def _parity_markdown(p: dict) -> list[str]:
             continue
         cells = []
         for case in ("h_prefill", "h_decode", "logits"):
-            c = row["cases"][case]
+            c = row["cases"].get(case)
+            if c is None:
+                cells.append("not claimed")
+                continue
             mark = " =" if c["bit_identical_to_reference"] else ""
             cells.append(f"{_num(c['max_abs_diff_reference'])} [{c['digest']}]{mark}")
-        cells.append(_num(row["cases"]["logits"]["sample_max_abs_diff_vs_reference_column"]))
+        logits = row["cases"].get("logits")
+        cells.append(_num(logits["sample_max_abs_diff_vs_reference_column"]) if logits else "not claimed")
         out.append(f"| {_cell(row['column'])} | " + " | ".join(cells) + " |")
     for s in p["same_backend"]:
         out.append("")

@@ -33,21 +33,33 @@ def inputs() -> dict[str, np.ndarray]:
     return {"ids": ids, "h": h}
 
 
+NEEDS = {"h_decode": "kv_cache", "logits": "tied_head"}  # the claim each case needs (h_prefill: none)
+
+
 def outputs(factory, device: str = "cpu") -> dict[str, np.ndarray]:
+    """The cases the adapter claims (behind the suite's guard: nothing unclaimed is called)."""
+    from conformance.adapter import capabilities_of
+    from conformance.guard import GuardedFactory
     from conformance.plugin import random_tables
 
-    adapter = factory(AdapterConfig(device=device))
+    caps = capabilities_of(factory)
+    adapter = GuardedFactory(factory, caps)(AdapterConfig(device=device))
     adapter.load_tables(*random_tables(gpt2.N_EMBD_SMALL))
     x = inputs()
     ids = x["ids"]
-    decode = [np.asarray(adapter.embed(ids[:, t : t + 1], t)) for t in range(gpt2.N_CTX - 24, gpt2.N_CTX)]
-    return {"h_prefill": np.asarray(adapter.embed(ids, 0)), "h_decode": np.concatenate(decode, axis=1),
-            "logits": np.asarray(adapter.logits(x["h"]))}
+    out = {"h_prefill": np.asarray(adapter.embed(ids, 0))}
+    if caps.claims(NEEDS["h_decode"]):
+        decode = [np.asarray(adapter.embed(ids[:, t : t + 1], t)) for t in range(gpt2.N_CTX - 24, gpt2.N_CTX)]
+        out["h_decode"] = np.concatenate(decode, axis=1)
+    if caps.claims(NEEDS["logits"]):
+        out["logits"] = np.asarray(adapter.logits(x["h"]))
+    return out
 
 
 def max_abs_diff(reference: dict, other: dict) -> dict[str, float]:
+    """Per case `other` has (an unclaimed case is absent)."""
     out = {}
-    for case in CASES:
+    for case in [c for c in CASES if c in other]:
         a, b = reference[case].astype(np.float64), other[case].astype(np.float64)
         out[case] = float(np.max(np.abs(a - b))) if a.shape == b.shape else float("nan")
     return out
@@ -57,7 +69,8 @@ def table(diffs: dict[str, dict[str, float] | str]) -> str:
     """Markdown: backend x case, max |diff| from the NumPy reference."""
     lines = ["| Backend | " + " | ".join(f"max abs diff {c}" for c in CASES) + " |", "|---|" + "---|" * len(CASES)]
     for name, row in diffs.items():
-        cells = [row] * len(CASES) if isinstance(row, str) else [f"{row[c]:.3g}" for c in CASES]
+        cells = [row] * len(CASES) if isinstance(row, str) else \
+            [f"{row[c]:.3g}" if c in row else f"not claimed ({NEEDS[c]})" for c in CASES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -106,7 +119,7 @@ def fingerprint(out: dict[str, np.ndarray], reference: dict[str, np.ndarray]) ->
     """What a run's JSON carries (SuiteResult.parity) for `merge` to compare runs with."""
     diffs = max_abs_diff(reference, out)
     cases = {}
-    for case in CASES:
+    for case in [c for c in CASES if c in out]:
         array = np.asarray(out[case])
         flat = array.reshape(-1)
         index = sample_indices(case, flat.size)
@@ -117,7 +130,7 @@ def fingerprint(out: dict[str, np.ndarray], reference: dict[str, np.ndarray]) ->
     return {"format": FINGERPRINT_FORMAT, "inputs_sha256": inputs_digest(), "reference": REFERENCE,
             "inputs": "seeded float32 tables at d=768; h_prefill: 2 x 1024 ids from past_length 0; h_decode: the "
                       "cached decode of positions 1000..1023; logits: the tied head of 2 x 4 unit-scale vectors",
-            "cases": cases}
+            "cases": cases, "not_claimed": {c: NEEDS[c] for c in CASES if c not in out}}
 
 
 def fingerprint_child(name: str, device: str = "cpu", timeout: float = 600) -> dict:

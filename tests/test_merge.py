@@ -315,3 +315,16 @@ def test_columns_follow_the_registry_order_whatever_the_file_order(tmp_path, cap
     paths = [write(tmp_path, f"{name}.json", suite_result(name)) for name in ("my-plugin", "jax", "torch", "numpy")]
     code, err, doc = merge_files(paths, tmp_path, capsys)
     assert [c["label"] for c in doc["columns"]] == ["numpy cpu", "torch cpu", "jax cpu", "my-plugin cpu"]
+
+
+def test_a_no_cache_run_has_a_fingerprint_without_the_decode_case(tmp_path):
+    """The fingerprint never calls what the adapter did not claim: a no-cache adapter's has
+    h_prefill and logits, h_decode is "not claimed", and merge shows it so."""
+    import strict_adapters
+    from conformance import parity
+
+    out = parity.outputs(strict_adapters.NoCache)
+    assert set(out) == {"h_prefill", "logits"} and strict_adapters.VIOLATIONS == []
+    fp = parity.fingerprint(out, parity.outputs(strict_adapters.NoCache))
+    assert set(fp["cases"]) == {"h_prefill", "logits"} and fp["not_claimed"] == {"h_decode": "kv_cache"}
+    assert "not claimed (kv_cache)" in parity.table_from_fingerprints({"nocache": fp})
