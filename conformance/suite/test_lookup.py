@@ -17,7 +17,7 @@ from conformance import gpt2, oracle
 from conformance.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_shape, changed_row,
                                     describe_call)
 from conformance.plugin import skip_unless_claimed
-from conformance.strategies import EDGE_IDS, RELATION_MAX_POSITION, embed_inputs, suite_settings
+from conformance.strategies import EDGE_IDS, LAYOUTS, RELATION_MAX_POSITION, embed_inputs, in_layout, suite_settings
 
 D = gpt2.N_EMBD_SMALL
 
@@ -38,6 +38,16 @@ def test_exact_sum(adapter, tables, inputs):
     expected = oracle.embedding(*tables, ids, past)
     assert_bitwise_equal(adapter.embed(ids, past), expected, describe_call("embed", ids, past),
                          note="wte[X] + wpe[past_length + t]")
+
+
+@pytest.mark.clause("LOOKUP-EXACT")
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_exact_sum_in_every_layout(adapter, tables, layout):
+    """The same, for ids in each memory layout callers pass (not left to the draws): a C
+    extension that reads the buffer as C-contiguous scrambles the others."""
+    ids = in_layout(_ids(np.random.default_rng(14), 3, 17), layout)
+    assert_bitwise_equal(adapter.embed(ids, 0), oracle.embedding(*tables, ids, 0), describe_call("embed", ids, 0),
+                         note=f"wte[X] + wpe[t], ids {layout}")
 
 
 def _row_lookup(table: np.ndarray) -> dict:
