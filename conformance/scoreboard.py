@@ -9,7 +9,6 @@ links, as plain <a href>. Statuses are text and colour, never colour alone.
 
 from __future__ import annotations
 
-import statistics
 from html import escape
 
 from conformance import merge
