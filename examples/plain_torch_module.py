@@ -73,9 +73,17 @@ class Adapter(protocol.Adapter):
     def parameters(self):
         return {name: tuple(p.shape) for name, p in self.model.named_parameters()}
 
+    @staticmethod
+    def _torch_inputs(ids, past_length):
+        """ids as a tensor (a copy: torch cannot view numpy arrays with negative strides), and a
+        0-d integer array past_length as the numpy integer it holds (the model takes integers)."""
+        if isinstance(past_length, np.ndarray) and past_length.ndim == 0:
+            past_length = past_length[()]
+        return torch.as_tensor(np.array(ids, copy=True)), past_length
+
     @torch.no_grad()
     def embed(self, ids, past_length=0):
-        return self.model(torch.as_tensor(ids), past_length).numpy()
+        return self.model(*self._torch_inputs(ids, past_length)).numpy()
 
     @torch.no_grad()
     def logits(self, h_final):
@@ -84,7 +92,7 @@ class Adapter(protocol.Adapter):
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         params = [self.model.wte.weight, self.model.wpe.weight]
         with torch.enable_grad():
-            h = self.model(torch.as_tensor(ids), past_length)
+            h = self.model(*self._torch_inputs(ids, past_length))
             grads = torch.autograd.grad([h, self.model.head(h)], params,
                                         grad_outputs=[torch.as_tensor(cotangent_h), torch.as_tensor(cotangent_logits)])
         return tuple(g.numpy() for g in grads)
