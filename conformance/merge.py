@@ -374,6 +374,19 @@ def _same_backend(members: list[Run], usable: dict) -> list[dict]:
     return out
 
 
+def parity_cells(row: dict) -> list[tuple[str, str | None, bool]]:
+    """One parity row's cells, for Markdown and HTML alike: (max |diff| or "not claimed", digest
+    letter or None, bit-identical to the reference) per case, then the sampled logits column."""
+    cells = []
+    for case in ("h_prefill", "h_decode", "logits"):
+        c = row["cases"].get(case)
+        cells.append(("not claimed", None, False) if c is None else
+                     (_num(c["max_abs_diff_reference"]), c["digest"], c["bit_identical_to_reference"]))
+    logits = row["cases"].get("logits")
+    cells.append((_num(logits["sample_max_abs_diff_vs_reference_column"]) if logits else "not claimed", None, False))
+    return cells
+
+
 def _size(case: dict) -> int:
     n = 1
     for s in case.get("shape", []):
@@ -503,16 +516,8 @@ def _parity_markdown(p: dict) -> list[str]:
         if "error" in row:
             out.append(f"| {_cell(row['column'])} | {_cell(row['error'])} | | | |")
             continue
-        cells = []
-        for case in ("h_prefill", "h_decode", "logits"):
-            c = row["cases"].get(case)
-            if c is None:
-                cells.append("not claimed")
-                continue
-            mark = " =" if c["bit_identical_to_reference"] else ""
-            cells.append(f"{_num(c['max_abs_diff_reference'])} [{c['digest']}]{mark}")
-        logits = row["cases"].get("logits")
-        cells.append(_num(logits["sample_max_abs_diff_vs_reference_column"]) if logits else "not claimed")
+        cells = [text if digest is None else f"{text} [{digest}]" + (" =" if identical else "")
+                 for text, digest, identical in parity_cells(row)]
         out.append(f"| {_cell(row['column'])} | " + " | ".join(cells) + " |")
     for s in p["same_backend"]:
         out.append("")

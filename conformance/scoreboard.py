@@ -217,16 +217,10 @@ def _parity(p: dict) -> list[str]:
             out.append(f"<tr><th>{escape(row['column'])}</th><td colspan=\"4\">no fingerprint: "
                        f"{escape(row['error'])}</td></tr>")
             continue
-        cells = []
-        for case in ("h_prefill", "h_decode", "logits"):
-            c = row["cases"].get(case)
-            if c is None:
-                cells.append("<td>not claimed</td>")
-                continue
-            ident = ' <span class="ident">= bit-identical</span>' if c["bit_identical_to_reference"] else ""
-            cells.append(f"<td>{merge._num(c['max_abs_diff_reference'])} [{escape(c['digest'])}]{ident}</td>")
-        logits = row["cases"].get("logits")
-        cells.append(f"<td>{merge._num(logits['sample_max_abs_diff_vs_reference_column']) if logits else 'not claimed'}</td>")
+        cells = [f"<td>{escape(text)}</td>" if digest is None else
+                 f"<td>{escape(text)} [{escape(digest)}]"
+                 + (' <span class="ident">= bit-identical</span>' if identical else "") + "</td>"
+                 for text, digest, identical in merge.parity_cells(row)]
         out.append(f"<tr><th>{escape(row['column'])}</th>{''.join(cells)}</tr>")
     out.append("</tbody></table></div>")
     for s in p["same_backend"]:
