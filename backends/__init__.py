@@ -1,41 +1,31 @@
-"""Built-in backend adapters, one folder per framework with the same file names in each:
+"""The built-in backends, one folder each, named after the backend (`-` as `_`), with the same
+file names in every folder:
 
-    backends/<framework>/model.py    the implementation, idiomatic in that framework
-    backends/<framework>/adapter.py  the Adapter (conformance/adapter.py) around it: numpy in, numpy out
+    __init__.py   BACKEND = Backend(...): the backend's one registry entry (gpt2_conformance.api.backend)
+    adapter.py    the Adapter around the implementation: numpy in, numpy out
+    model.py      the implementation, idiomatic in that framework (our reference backends)
+    bench.py      the bench hooks: modes with a Runner (ours), native_bench (judged ones)
+    waivers.toml  each known deviation with its source line (judged ones)
 
-Only a folder's own modules import its framework, so `backends` itself stays import-light.
-Registered names map to "module:attribute" and are resolved lazily by conformance.registry.
+Implementations we did not write sit under thirdparty/, with the glue a library family shares
+beside them (torch_blackbox.py, keras_hub_common.py). Only a folder's adapter, model and bench
+import its framework, so reading the entries imports none.
+
+Adding a backend: its folder, and one line below. Everything else (`list`, `run --backend all`,
+the bench, tox, the README's tables, the third-party reports) reads the entry or is checked
+against it by tests/test_registry.py.
 """
 
-BUILTIN = {
-    "numpy": "backends.numpy.adapter:NumpyAdapter",
-    "torch": "backends.torch.adapter:TorchAdapter",
-    "tensorflow": "backends.tensorflow.adapter:TensorFlowAdapter",
-    "jax": "backends.jax.adapter:JaxAdapter",
-    # third-party implementations, judged as they are (no checks added; deviations waived
-    # with evidence in each folder's waivers.toml, reports in reports/)
-    "hf-transformers": "backends.thirdparty.hf_transformers.adapter:HFTransformersAdapter",
-    "keras-hub-tensorflow": "backends.thirdparty.keras_hub_tensorflow.adapter:KerasHubTensorFlowAdapter",
-    "keras-hub-jax": "backends.thirdparty.keras_hub_jax.adapter:KerasHubJaxAdapter",
-    "keras-hub-torch": "backends.thirdparty.keras_hub_torch.adapter:KerasHubTorchAdapter",
-    "transformer-lens": "backends.thirdparty.transformer_lens.adapter:TransformerLensAdapter",
-    "mlx-lm": "backends.thirdparty.mlx_lm.adapter:MlxLmAdapter",
-    "onnxruntime-hf": "backends.thirdparty.onnx_runtime.adapter:OnnxRuntimeHFAdapter",
-}
-
-# The framework each backend imports: `--backend all` skips a backend whose framework is not
-# installed (and says so) instead of failing on it.
-REQUIRES = {
-    "numpy": ("numpy",), "torch": ("torch",), "tensorflow": ("tensorflow",), "jax": ("jax",),
-    "hf-transformers": ("torch", "transformers"),
-    "keras-hub-tensorflow": ("keras_hub", "keras", "tensorflow"),
-    "keras-hub-jax": ("keras_hub", "keras", "jax"),
-    "keras-hub-torch": ("keras_hub", "keras", "torch"),
-    "transformer-lens": ("torch", "transformer_lens"),
-    "mlx-lm": ("mlx", "mlx_lm"),
-    "onnxruntime-hf": ("torch", "transformers", "onnx", "onnxscript", "onnxruntime"),
-}
-
-# Implementations we did not write: judged as they are, with waivers and a report each
-THIRD_PARTY = ("hf-transformers", "keras-hub-tensorflow", "keras-hub-jax", "keras-hub-torch", "transformer-lens",
-               "mlx-lm", "onnxruntime-hf")
+FOLDERS = (
+    "numpy",
+    "torch",
+    "tensorflow",
+    "jax",
+    "thirdparty.hf_transformers",
+    "thirdparty.keras_hub_tensorflow",
+    "thirdparty.keras_hub_jax",
+    "thirdparty.keras_hub_torch",
+    "thirdparty.transformer_lens",
+    "thirdparty.mlx_lm",
+    "thirdparty.onnxruntime_hf",
+)

@@ -1,21 +1,54 @@
-"""Where adapters come from: built-in names, the `gpt2_conformance.adapters` entry-point
-group, or an explicit "package.module:factory". Resolved lazily: naming a backend imports
-only that backend's module (and so only its framework)."""
+"""Where adapters come from, and the one place that reads the backend list: the built-in
+entries (gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND), installed
+plug-ins (the `gpt2_conformance.adapters` entry-point group), or an explicit
+"package.module:factory". Resolved lazily: naming a backend imports only its adapter's module
+(and so only its framework); reading the entries imports no framework at all."""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import os
 import sys
 from importlib.metadata import entry_points
 
+from gpt2_conformance.api.backend import JUDGED, REFERENCE, Backend
+
 ENTRY_POINT_GROUP = "gpt2_conformance.adapters"
+BACKENDS_PACKAGE = "gpt2_conformance.backends"
+NUMPY_REFERENCE = "numpy"  # parity compares every backend with it; the bench's bars leave it out
 
 
-def _builtin() -> dict[str, str]:
-    from backends import BUILTIN
+@functools.cache
+def builtin() -> dict[str, Backend]:
+    """name -> entry for every built-in backend, in FOLDERS order."""
+    from gpt2_conformance.backends import FOLDERS
 
-    return dict(BUILTIN)
+    out = {}
+    for folder in FOLDERS:
+        package = f"{BACKENDS_PACKAGE}.{folder}"
+        entry = importlib.import_module(package).BACKEND
+        object.__setattr__(entry, "package", package)  # frozen: the folder is known only here
+        if entry.name in out:
+            raise ValueError(f"two built-in backends are named {entry.name!r}")
+        out[entry.name] = entry
+    return out
+
+
+def entry(name: str) -> Backend | None:
+    """The built-in entry called `name`, or the one whose adapter spec is `name`, else None."""
+    entries = builtin()
+    return entries.get(name) or next((e for e in entries.values() if e.adapter_spec == name), None)
+
+
+def references() -> list[str]:
+    return [n for n, e in builtin().items() if e.kind == REFERENCE]
+
+
+def judged() -> list[str]:
+    """The implementations we did not write: judged as they are, with waivers and a report each."""
+    return [n for n, e in builtin().items() if e.kind == JUDGED]
 
 
 def _plugins() -> dict[str, object]:
@@ -24,7 +57,7 @@ def _plugins() -> dict[str, object]:
 
 def available() -> list[str]:
     """Every backend name: built-ins first, then installed plug-ins."""
-    names = list(_builtin())
+    names = list(builtin())
     names += [n for n in sorted(_plugins()) if n not in names]
     return names
 
@@ -39,7 +72,7 @@ def load_object(spec: str):
     try:
         obj = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ImportError(f"adapter {spec!r}: cannot import {module_name!r}: {exc}") from exc
+        raise ImportError(f"adapter {spec!r}: cannot import {module_name!r}: {exc}{_install_hint(exc)}") from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -48,13 +81,22 @@ def load_object(spec: str):
     return obj
 
 
+def _install_hint(exc: ImportError) -> str:
+    """For a built-in backend's missing framework: the extra that installs it."""
+    missing = (getattr(exc, "name", "") or "").split(".")[0]
+    for e in builtin().values():
+        if missing and missing in e.requires and e.extra:
+            return f" (pip install 'gpt2-conformance[{e.extra}]')"
+    return ""
+
+
 def resolve(name_or_spec: str):
     """The adapter factory for a backend name or a "module:factory" spec."""
     if ":" in name_or_spec:
         return load_object(name_or_spec)
-    builtin = _builtin()
-    if name_or_spec in builtin:
-        return load_object(builtin[name_or_spec])
+    found = builtin().get(name_or_spec)
+    if found is not None:
+        return load_object(found.adapter_spec)
     plugins = _plugins()
     if name_or_spec in plugins:
         return plugins[name_or_spec].load()
@@ -64,8 +106,21 @@ def resolve(name_or_spec: str):
 
 def missing_framework(name: str) -> str | None:
     """The first module a built-in backend needs that this environment lacks, else None."""
-    import importlib.util
+    found = builtin().get(name)
+    return next((m for m in (found.requires if found else ()) if importlib.util.find_spec(m) is None), None)
 
-    from backends import REQUIRES
 
-    return next((m for m in REQUIRES.get(name, ()) if importlib.util.find_spec(m) is None), None)
+def requires(name: str, adapter_spec: str | None = None) -> list[str]:
+    """The modules a backend runs on: a built-in's entry, else the adapter spec's module."""
+    if adapter_spec:
+        return [adapter_spec.partition(":")[0]]
+    found = builtin().get(name)
+    return list(found.requires) if found else []
+
+
+def waivers_file(name_or_spec: str, factory=None) -> str | None:
+    """A built-in's waiver file (its entry), else the file a factory names in its WAIVERS."""
+    found = entry(name_or_spec)
+    if found is not None:
+        return found.waivers_path()
+    return getattr(factory, "WAIVERS", None) if factory is not None else None

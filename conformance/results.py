@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from conformance import spec
+from gpt2_conformance import spec
 
 PASS, FAIL, NOT_CLAIMED, SKIPPED = "PASS", "FAIL", "NOT CLAIMED", "SKIPPED"
 WAIVED = "DEVIATION (WAIVED)"  # a failure listed in the implementation's waiver file
@@ -64,7 +64,7 @@ class SuiteResult:
     environment: dict = field(default_factory=dict)
     error: str = ""  # the backend could not be run at all
     stale_waivers: list[str] = field(default_factory=list)
-    parity: dict = field(default_factory=dict)  # conformance.parity fingerprints, when computed
+    parity: dict = field(default_factory=dict)  # gpt2_conformance.run.parity fingerprints, when computed
     created: str = ""  # ISO 8601 UTC time the run finished
 
     def by_status(self) -> dict[str, int]:
@@ -113,6 +113,16 @@ class SuiteResult:
                 for c in self.clauses
             ],
         }
+
+
+def combined_exit_code(codes: list[int]) -> int:
+    """One exit code for several runs (`run --backend all`, `merge`): 1 if any failed or none
+    ran, else 4 if any could not be judged, else 3 if every one checked nothing, else 0."""
+    if EXIT_FAIL in codes or not codes:
+        return EXIT_FAIL
+    if EXIT_SUITE_ERROR in codes:
+        return EXIT_SUITE_ERROR
+    return EXIT_NOTHING_CHECKED if all(c == EXIT_NOTHING_CHECKED for c in codes) else EXIT_PASS
 
 
 def aggregate(outcomes: list[TestOutcome]) -> list[ClauseResult]:

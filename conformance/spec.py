@@ -232,7 +232,7 @@ def clause(clause_id: str) -> Clause:
         raise KeyError(f"unknown clause ID {clause_id!r}; known: {', '.join(BY_ID)}") from None
 
 
-# What a PASS covers: the inputs the suite's strategies draw (conformance/strategies.py)
+# What a PASS covers: the inputs the suite's strategies draw (conformance/runtime/strategies.py)
 DRAWN_INPUTS = (
     "Batch size B from 1 to 64 (T up to 1024 for B <= 3, up to 64 for B <= 16, up to 8 above), "
     "T from 1 (T = 0 is SHAPE-EMPTY's alone). Offsets drawn up to 64 in SHAPE-H and "

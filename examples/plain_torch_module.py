@@ -4,7 +4,7 @@
     PYTHONPATH=examples gpt2-conformance run --adapter plain_torch_module:Adapter
 
 The module is ordinary PyTorch code with no dependency on this suite; the adapter below it is
-the only glue: numpy in, numpy out (conformance/adapter.py).
+the only glue: numpy in, numpy out (conformance/api/adapter.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from conformance import adapter as protocol
+from gpt2_conformance.api import adapter as protocol
 
 
 class GPT2Embedding(nn.Module):

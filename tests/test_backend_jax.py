@@ -15,15 +15,15 @@ jnp = pytest.importorskip("jax.numpy")
 
 from jax.experimental import checkify  # noqa: E402
 
-from backends.jax import model  # noqa: E402
-from backends.jax.adapter import JaxAdapter, _to_numpy  # noqa: E402
-from conformance import gpt2  # noqa: E402
-from conformance.adapter import AdapterConfig  # noqa: E402
-from conformance.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
-from conformance.results import PASS  # noqa: E402
-from conformance.runner import run_in_process  # noqa: E402
-from conformance.spec import CLAUSES  # noqa: E402
-from conformance.validation import check_ids_layout, check_past_length, check_positions  # noqa: E402
+from gpt2_conformance.backends.jax import model  # noqa: E402
+from gpt2_conformance.backends.jax.adapter import JaxAdapter, _to_numpy  # noqa: E402
+from gpt2_conformance.api import gpt2  # noqa: E402
+from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
+from gpt2_conformance.api.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
+from gpt2_conformance.results import PASS  # noqa: E402
+from gpt2_conformance.run.runner import run_in_process  # noqa: E402
+from gpt2_conformance.spec import CLAUSES  # noqa: E402
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_positions  # noqa: E402
 
 
 # -- mutants ---------------------------------------------------------------------------

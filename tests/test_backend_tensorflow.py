@@ -6,20 +6,21 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from backends.tensorflow.adapter import TensorFlowAdapter  # noqa: E402
-from backends.tensorflow.model import GPT2Embedding, initial_tables, positions_for  # noqa: E402
-from conformance import gpt2, spec  # noqa: E402
-from conformance.adapter import AdapterConfig  # noqa: E402
-from conformance.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
-from conformance.plugin import random_tables  # noqa: E402
-from conformance.results import PASS  # noqa: E402
-from conformance.runner import run_in_process  # noqa: E402
-from conformance.validation import check_ids_layout, check_past_length  # noqa: E402
+from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter  # noqa: E402
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, initial_tables, positions_for  # noqa: E402
+from gpt2_conformance.api import gpt2  # noqa: E402
+from gpt2_conformance import spec
+from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
+from gpt2_conformance.api.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
+from gpt2_conformance.runtime.tables import random_tables  # noqa: E402
+from gpt2_conformance.results import PASS  # noqa: E402
+from gpt2_conformance.run.runner import run_in_process  # noqa: E402
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length  # noqa: E402
 
 BOUNDS_MESSAGE = "BOUNDS-MESSAGE"
 
 
-# -- mutants: TensorFlow's raw ops used the wrong way ---------------------------------------
+# -- helpers.mutants: TensorFlow's raw ops used the wrong way ---------------------------------------
 
 class RawGather(GPT2Embedding):
     """model.py line 157 as written, without the explicit bounds checks (position and token id).

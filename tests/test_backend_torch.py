@@ -15,16 +15,16 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-from conformance import spec  # noqa: E402
-from conformance.results import NOT_CLAIMED, PASS  # noqa: E402
-from conformance.runner import run_in_process  # noqa: E402
-from conformance.validation import check_ids_layout, check_past_length  # noqa: E402
+from gpt2_conformance import spec  # noqa: E402
+from gpt2_conformance.results import NOT_CLAIMED, PASS  # noqa: E402
+from gpt2_conformance.run.runner import run_in_process  # noqa: E402
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length  # noqa: E402
 
-from backends.torch.adapter import TorchAdapter, _from_numpy  # noqa: E402
-from backends.torch.model import GPT2Embedding  # noqa: E402
+from gpt2_conformance.backends.torch.adapter import TorchAdapter, _from_numpy  # noqa: E402
+from gpt2_conformance.backends.torch.model import GPT2Embedding  # noqa: E402
 
 
-# -- mutants: torch's raw ops used the wrong way -----------------------------------------
+# -- helpers.mutants: torch's raw ops used the wrong way -----------------------------------------
 
 def _raw_input_checks(ids, past_length):
     """The layout and past_length checks only: the mutants below drop just the bounds."""
@@ -192,7 +192,7 @@ def test_ids_dtypes():
 
 @pytest.mark.parametrize("dtype,numpy_dtype", [("float16", np.float16), ("bfloat16", np.float32)])
 def test_reduced_precision_outputs(dtype, numpy_dtype):
-    from conformance.adapter import AdapterConfig
+    from gpt2_conformance.api.adapter import AdapterConfig
 
     adapter = TorchAdapter(AdapterConfig(dtype=dtype))
     wte = np.full((50257, 768), 1 + 2**-12, np.float32)  # rounds to 1.0 in both dtypes

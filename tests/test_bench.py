@@ -16,9 +16,9 @@ import sys
 import numpy as np
 import pytest
 
-from conformance import gpt2
-from conformance.bench import child, command, compare, outputs
-from conformance.bench import workloads as wl
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.bench import child, command, compare, outputs
+from gpt2_conformance.bench import workloads as wl
 
 # -- the least bytes each workload must move: hand counts ---------------------------------
 BAR_BYTES = 8 * 1024 * 768 * 4 + 1024 * 768 * 4 + 8 * 1024 * 768 * 4  # wte rows + wpe rows once + h
@@ -73,7 +73,7 @@ def test_plan_covers_the_issue_shapes():
 
 # -- cache state and timing -------------------------------------------------------------
 def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
-    from conformance.bench import cache
+    from gpt2_conformance.bench import cache
 
     for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "64K"),
                                                  (2, "Unified", "2048K"), (3, "Unified", "480M")]):
@@ -92,7 +92,7 @@ def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
 def test_before_hook_runs_every_round_outside_the_timed_call():
     import time
 
-    from conformance.bench import timing
+    from gpt2_conformance.bench import timing
 
     flushes = []
     t = timing.measure(lambda: None, before=lambda: (flushes.append(1), time.sleep(0.02)),
@@ -102,7 +102,7 @@ def test_before_hook_runs_every_round_outside_the_timed_call():
 
 
 def test_modes_are_read_without_importing_the_framework():
-    from backends.numpy import bench
+    from gpt2_conformance.backends.numpy import bench
 
     assert wl.modes_of("numpy") == list(bench.MODES)
     for backend in ("torch", "tensorflow", "jax"):
@@ -112,7 +112,7 @@ def test_modes_are_read_without_importing_the_framework():
 
 # -- synthetic results: what a child returns ----------------------------------------------
 def _record(mode, w, median):
-    from conformance.bench.timing import Timing
+    from gpt2_conformance.bench.timing import Timing
 
     samples = [median * f for f in (0.9, 1.0, 1.0, 1.1, 1.2)]
     t = Timing(first_call_s=0.5, samples=samples, cpu_ratio=1.0)
@@ -273,7 +273,7 @@ def test_child_runs_the_numpy_hooks():
 
 
 def test_numpy_hooks_compute_the_spec():
-    from backends.numpy import bench
+    from gpt2_conformance.backends.numpy import bench
 
     wte = np.arange(gpt2.N_VOCAB * 4, dtype=np.float32).reshape(-1, 4)
     wpe = np.ones((gpt2.N_CTX, 4), np.float32)
@@ -321,7 +321,7 @@ def test_fastest_mode_keeps_the_bounds_check(backend):
 
 
 def test_other_load_subtracts_the_bench_own_cpu_time(monkeypatch):
-    from conformance.bench import timing
+    from gpt2_conformance.bench import timing
 
     clock = {"busy": 100.0, "own": 10.0, "wall": 50.0}
     monkeypatch.setattr(timing, "_system_busy_seconds", lambda: clock["busy"])
@@ -345,7 +345,7 @@ def test_a_busy_machine_is_named_in_the_outputs():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page-fault counts and glibc's malloc are Linux's")
 def test_faults_per_call_tells_a_fresh_output_from_a_reused_one():
-    from conformance.bench import timing
+    from gpt2_conformance.bench import timing
 
     buffer = np.empty(64 << 18, np.float32)  # 64 MiB, above glibc's largest mmap threshold
     reused = timing.measure(lambda: buffer.fill(1.0), min_rounds=3, max_rounds=3, max_time=0, warmup=1)
@@ -395,7 +395,7 @@ def _plain_numpy_spec() -> str:
     return "tests.test_bench:PlainNumpyAdapter"
 
 
-from backends.numpy.adapter import NumpyAdapter as _NumpyAdapter  # noqa: E402
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter as _NumpyAdapter  # noqa: E402
 
 
 class PlainNumpyAdapter(_NumpyAdapter):
@@ -406,7 +406,7 @@ class NativeNumpyAdapter(_NumpyAdapter):
     """The README's minimal adapter with its native_bench lines: the public method path."""
 
     def native_bench(self, device):
-        from conformance.bench.native import NativeBench
+        from gpt2_conformance.api.bench import NativeBench
 
         return NativeBench(put=np.asarray, forward=lambda ids, p: self.wte[ids] + self.wpe[p:p + ids.shape[1]],
                            logits=lambda h: h @ self.wte.T)
@@ -425,7 +425,7 @@ def test_the_native_method_of_an_adapter_is_timed_beside_the_bridge():
 
 
 def test_a_native_hook_of_the_wrong_type_is_named():
-    from conformance.bench import native
+    from gpt2_conformance.bench import native
 
     class Wrong(_NumpyAdapter):
         def native_bench(self, device):
@@ -439,10 +439,10 @@ NATIVE_BACKENDS = ("torch", "hf-transformers", "transformer-lens", "keras-hub-te
                    "keras-hub-torch", "mlx-lm", "onnxruntime-hf")
 NATIVE_CHECK = """
 import sys, numpy as np
-from conformance import registry
-from conformance.adapter import AdapterConfig
-from conformance.bench import native
-from conformance.bench.child import _tables
+from gpt2_conformance import registry
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.bench import native
+from gpt2_conformance.bench.child import _tables
 name = sys.argv[1]
 factory = registry.resolve(name)
 assert native.has_native(factory), f"{name}: no native hooks"
@@ -479,7 +479,7 @@ def test_native_hooks_convert_nothing_and_compute_the_adapters_h(backend):
     """Every built-in native hook, in its own process (one Keras backend per process): no numpy
     conversion inside a timed forward or head (conversion_guard, shown to catch the bridge's),
     and the same h as the Adapter API, bit for bit."""
-    from conformance import registry
+    from gpt2_conformance import registry
 
     missing = registry.missing_framework(backend)
     if missing:
@@ -494,16 +494,16 @@ def test_torch_reference_times_the_same_through_the_public_native_path():
     put once, native sync) against its own bench.py suite mode, calls interleaved so both see
     the same load: the medians agree within the larger IQR (at least 5% of the median)."""
     pytest.importorskip("torch")
-    from backends.torch import bench as torch_bench
-    from conformance.bench import native, timing
-    from conformance.bench.adapter_hooks import AdapterHooks
+    from gpt2_conformance.backends.torch import bench as torch_bench
+    from gpt2_conformance.bench import native, timing
+    from gpt2_conformance.bench.adapter_hooks import AdapterHooks
 
     wte, wpe = child._tables(768)
     w = wl.Workload("forward", "prefill", 8, 256, 768)
     ids = child._inputs(w)[0]
     own = torch_bench.Runner(wte, wpe, "suite", "cpu")
     own_call = own.make(w, own.put(ids), 0)
-    hooks = AdapterHooks("backends.torch.adapter:TorchAdapter")
+    hooks = AdapterHooks("gpt2_conformance.backends.torch.adapter:TorchAdapter")
     assert hooks.native and "native" in hooks.MODES
     public = hooks.Runner(wte, wpe, "native", "cpu")
     public_call, _ = child._make(public, w, public.put(ids), 0, None, None)
@@ -514,7 +514,7 @@ def test_torch_reference_times_the_same_through_the_public_native_path():
     for _ in range(3):  # interleaved blocks
         for name, call, sync in (("own", own_call, own.sync), ("public", public_call, public.sync)):
             samples[name] += timing.measure(call, sync, min_rounds=15, max_rounds=15, max_time=0, warmup=2).samples
-    from conformance.bench.stats import summary
+    from gpt2_conformance.bench.stats import summary
 
     a, b = summary(samples["own"]), summary(samples["public"])
     spread = max(a["iqr"], b["iqr"], 0.05 * min(a["median"], b["median"]))
@@ -524,9 +524,9 @@ def test_torch_reference_times_the_same_through_the_public_native_path():
 
 
 def test_backend_names_expand_all_and_refuse_unknown_names(tmp_path, capsys):
-    from conformance import registry
+    from gpt2_conformance import registry
 
-    assert command.backend_names(None) == [b for b in child.OWN_HOOKS if command.installed(b)]
+    assert command.backend_names(None) == [b for b in command.own_hooks() if command.installed(b)]
     every = command.backend_names(["all"])
     assert every[0] == "numpy" and set(every) <= set(registry.available())
     assert command.backend_names(["numpy", "numpy", "x.y:z"]) == ["numpy", "x.y:z"]
@@ -541,7 +541,7 @@ def test_backend_names_expand_all_and_refuse_unknown_names(tmp_path, capsys):
 def test_stats_are_pytest_benchmarks_own_formulas():
     from pytest_benchmark.stats import Stats
 
-    from conformance.bench.stats import summary
+    from gpt2_conformance.bench.stats import summary
 
     rng = np.random.default_rng(3)
     for n in (1, 2, 3, 4, 5, 6, 7, 11, 60):
@@ -615,7 +615,7 @@ def test_limits_match_each_workloads_bytes_and_cache_state(monkeypatch):
     """On a fake machine with a 32 MiB LLC (issue 12's): the flush reads 256 MiB, and every
     workload gets a reference moving its own least bytes, cold ones with the flush before each
     round, warm ones without."""
-    from conformance.bench import bandwidth, cache
+    from gpt2_conformance.bench import bandwidth, cache
 
     monkeypatch.setattr(cache, "llc_bytes", lambda root=None: 32 << 20)
     assert cache.flush_bytes(cache.llc_bytes()) == 256 << 20
@@ -635,7 +635,7 @@ def test_limits_match_each_workloads_bytes_and_cache_state(monkeypatch):
 
 
 def test_matched_reference_moves_the_bytes_it_says():
-    from conformance.bench import bandwidth
+    from gpt2_conformance.bench import bandwidth
 
     for read, write in ((3 << 20, 1 << 20), (1 << 20, 3 << 20), (2 << 20, 2 << 20)):
         for reader in bandwidth.READERS:

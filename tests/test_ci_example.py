@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conformance import results as res
+from gpt2_conformance import results as res
 from test_merge import suite_result, write
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (it comes with transformers); "

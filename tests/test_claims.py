@@ -7,13 +7,13 @@ CLAIMED; and the strict adapter's log of calls outside its claims stays empty.""
 import numpy as np
 import pytest
 
-import strict_adapters
-from backends.numpy.adapter import NumpyAdapter
-from conformance import results as res
-from conformance import spec
-from conformance.adapter import Capabilities
-from conformance.guard import GuardedAdapter, GuardedFactory, SuiteError
-from conformance.runner import run_in_process
+from helpers import strict_adapters
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance import results as res
+from gpt2_conformance import spec
+from gpt2_conformance.api.adapter import Capabilities
+from gpt2_conformance.runtime.guard import GuardedAdapter, GuardedFactory, SuiteError
+from gpt2_conformance.run.runner import run_in_process
 
 
 @pytest.mark.parametrize("adapter", strict_adapters.ALL, ids=lambda a: a.__name__)
@@ -64,7 +64,7 @@ def test_guard_refuses_calls_outside_the_claims():
         with pytest.raises(SuiteError, match=needs):
             call()
     factory = GuardedFactory(NumpyAdapter, caps)
-    from conformance.adapter import AdapterConfig
+    from gpt2_conformance.api.adapter import AdapterConfig
 
     for config, needs in [(AdapterConfig(n_embd=1024), "size:1024"), (AdapterConfig(dtype="float16"), "dtype:float16"),
                           (AdapterConfig(device="gpu"), "device:gpu")]:
@@ -73,7 +73,7 @@ def test_guard_refuses_calls_outside_the_claims():
 
 
 def test_guard_marks_the_adapters_own_exceptions():
-    from conformance.guard import raised_by_adapter
+    from gpt2_conformance.runtime.guard import raised_by_adapter
 
     guarded = GuardedAdapter(NumpyAdapter(), NumpyAdapter.capabilities)
     with pytest.raises(IndexError) as info:

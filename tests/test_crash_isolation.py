@@ -1,6 +1,6 @@
 """A real segmentation fault in an adapter costs exactly the clause whose test was running: that
 clause FAILs with the reason (the signal named), the child process is restarted without the
-finished tests, and every other clause still gets its own verdict (conformance/runner.py).
+finished tests, and every other clause still gets its own verdict (conformance/run/runner.py).
 
 Three crashes: a ctypes read of address 0 in a plain parametrised test (TIED-STORAGE), the
 same inside a hypothesis-driven test (BOUNDS-TOKEN draws the far id that triggers it), and
@@ -16,11 +16,12 @@ import sys
 
 import pytest
 
-from conformance import results as res
-from conformance import runner, spec
+from gpt2_conformance import results as res
+from gpt2_conformance.run import runner
+from gpt2_conformance import spec
 
 TESTS_DIR = os.path.dirname(__file__)
-MLX_SPEC = "backends.thirdparty.mlx_lm.adapter:MlxLmAdapter"
+MLX_SPEC = "gpt2_conformance.backends.thirdparty.mlx_lm.adapter:MlxLmAdapter"
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +50,7 @@ def _require_mlx():
 
 def test_segfault_fails_its_clause_and_every_other_clause_gets_its_verdict():
     """The whole suite on the NumPy reference whose assign_wte_row segfaults."""
-    result = runner.run_backend("SegfaultInAssignRow", adapter_spec="crashing_adapters:SegfaultInAssignRow")
+    result = runner.run_backend("SegfaultInAssignRow", adapter_spec="helpers.crashing_adapters:SegfaultInAssignRow")
     assert result.error == "", result.error
     clauses = _by_clause(result)
     assert set(clauses) == {c.id for c in spec.CLAUSES}
@@ -68,7 +69,7 @@ def test_segfault_inside_a_hypothesis_test_fails_the_clause_that_drew_the_input(
     >= 2**24 in magnitude): that clause FAILs, not a neighbour, and the tests after it run."""
     subset = ["-k", "bad_token_id or too_long_raises or error_names_value or test_empty_sequence "
                     "or test_no_output_bias"]
-    result = runner.run_backend("SegfaultOnFarIds", adapter_spec="crashing_adapters:SegfaultOnFarIds",
+    result = runner.run_backend("SegfaultOnFarIds", adapter_spec="helpers.crashing_adapters:SegfaultOnFarIds",
                                 extra_args=subset)
     assert result.error == "", result.error
     clauses = _by_clause(result)

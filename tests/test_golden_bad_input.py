@@ -10,8 +10,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from conformance.golden import readers
-from golden_writers import write_npz, write_safetensors, write_tf, write_torch
+from gpt2_conformance.golden import readers
+from helpers.golden_writers import write_npz, write_safetensors, write_tf, write_torch
 
 SMALL = {"transformer.wte.weight": np.arange(4000, dtype=np.float32).reshape(200, 20),
          "transformer.wpe.weight": np.ones((30, 20), np.float32)}

@@ -10,8 +10,8 @@ import shutil
 import numpy as np
 import pytest
 
-from conformance.golden import command, data, readers
-from golden_writers import FORMATS, random_wte, write
+from gpt2_conformance.golden import command, data, readers
+from helpers.golden_writers import FORMATS, random_wte, write
 
 
 @pytest.fixture(scope="module")

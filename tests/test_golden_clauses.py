@@ -4,9 +4,9 @@ tables wrong (so they can fail), with messages naming the element."""
 import numpy as np
 import pytest
 
-from backends.numpy.adapter import NumpyAdapter
-from conformance.results import FAIL, PASS
-from conformance.runner import run_in_process
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance.results import FAIL, PASS
+from gpt2_conformance.run.runner import run_in_process
 
 GOLDEN = ["GOLDEN-TABLES-ROUNDTRIP", "GOLDEN-WPE-ROWS", "GOLDEN-H", "GOLDEN-DECODE", "GOLDEN-LOGITS"]
 

@@ -6,7 +6,7 @@ import zlib
 import numpy as np
 import pytest
 
-from conformance.golden import data, digests
+from gpt2_conformance.golden import data, digests
 
 
 def test_crc32c_check_value():

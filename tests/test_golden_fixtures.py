@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from conformance.golden import data
+from gpt2_conformance.golden import data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

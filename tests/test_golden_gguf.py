@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from conformance import numerics
-from conformance.golden import command, data, dequantised, readers
-from golden_writers import GGUF_NAMES, write_gguf
+from gpt2_conformance.runtime import numerics
+from gpt2_conformance.golden import command, data, dequantised, readers
+from helpers.golden_writers import GGUF_NAMES, write_gguf
 
 gguf = pytest.importorskip("gguf")
 WTE, WPE = GGUF_NAMES["wte"], GGUF_NAMES["wpe"]

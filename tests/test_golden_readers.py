@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from conformance import gpt2
-from conformance.golden import readers
-from golden_writers import write_npz, write_safetensors, write_tf, write_torch
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.golden import readers
+from helpers.golden_writers import write_npz, write_safetensors, write_tf, write_torch
 
 
 def _tensors():
@@ -69,7 +69,7 @@ def test_round_trip_tf_checkpoint(tmp_path):
 
 def test_real_openai_index_is_parsed(shared_reference):
     """The OpenAI 124M model.ckpt.index (148 tensors): model/wpe and model/wte as in PROVENANCE.md."""
-    from conformance.golden import tf_bundle
+    from gpt2_conformance.golden import tf_bundle
 
     header, entries = tf_bundle.read_index(os.path.join(shared_reference, "tf_124M_model.ckpt.index"))
     assert header["num_shards"] == 1 and len(entries) == 148

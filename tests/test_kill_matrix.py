@@ -9,10 +9,10 @@ an idle 2-core machine).
 
 import pytest
 
-import mutants
-from backends.numpy.adapter import NumpyAdapter
-from conformance import spec
-from conformance.runner import run_in_process
+from helpers import mutants
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance import spec
+from gpt2_conformance.run.runner import run_in_process
 
 EXPECTED_KILLS = {
     # its target; its values (LOOKUP-EXACT); decode steps of B=2 mix rows unlike the full forward

@@ -9,8 +9,12 @@ import json
 import numpy as np
 import pytest
 
-from conformance import cli, merge, parity, registry, report, spec
-from conformance import results as res
+from gpt2_conformance import cli, registry, spec
+
+from gpt2_conformance.merge import merge
+
+from gpt2_conformance.run import parity, report
+from gpt2_conformance import results as res
 
 
 # -- fabricated inputs ------------------------------------------------------------------
@@ -49,11 +53,11 @@ def write(tmp_path, name, result_or_dict) -> str:
 
 
 def bench_json(backend="numpy", median=0.004, node="host-a") -> dict:
-    """A bench JSON in the real layout: conformance.bench.outputs.benchmark_json itself."""
+    """A bench JSON in the real layout: gpt2_conformance.bench.outputs.benchmark_json itself."""
     pytest.importorskip("pytest_benchmark")
-    from conformance.bench import outputs
-    from conformance.bench import workloads as wl
-    from conformance.bench.timing import Timing
+    from gpt2_conformance.bench import outputs
+    from gpt2_conformance.bench import workloads as wl
+    from gpt2_conformance.bench.timing import Timing
 
     records = []
     for w in (wl.Workload("forward", "prefill", 8, 1024, 768), wl.Workload("forward", "decode", 1, 1, 768, 512)):
@@ -320,8 +324,8 @@ def test_columns_follow_the_registry_order_whatever_the_file_order(tmp_path, cap
 def test_a_no_cache_run_has_a_fingerprint_without_the_decode_case(tmp_path):
     """The fingerprint never calls what the adapter did not claim: a no-cache adapter's has
     h_prefill and logits, h_decode is "not claimed", and merge shows it so."""
-    import strict_adapters
-    from conformance import parity
+    from helpers import strict_adapters
+    from gpt2_conformance.run import parity
 
     out = parity.outputs(strict_adapters.NoCache)
     assert set(out) == {"h_prefill", "logits"} and strict_adapters.VIOLATIONS == []

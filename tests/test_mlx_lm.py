@@ -13,7 +13,7 @@ pytest.importorskip("mlx_lm")
 import mlx.core as mx  # noqa: E402  (after the skips: mlx is optional)
 from mlx_lm.models import gpt2 as mlx_gpt2  # noqa: E402
 
-from backends.thirdparty.mlx_lm import adapter as mlx_adapter  # noqa: E402
+from gpt2_conformance.backends.thirdparty.mlx_lm import adapter as mlx_adapter  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conformance import numerics, oracle
+from gpt2_conformance.runtime import numerics, oracle
 
 
 def test_bfloat16_rounding_matches_ml_dtypes():

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.numpy import adapter as numpy_adapter
-from backends.numpy.adapter import NumpyAdapter
-from conformance.adapter import AdapterConfig
+from gpt2_conformance.backends.numpy import adapter as numpy_adapter
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance.api.adapter import AdapterConfig
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The ONNX Runtime backend (backends/thirdparty/onnx_runtime), beyond what tests/test_thirdparty.py
+"""The ONNX Runtime backend (backends/thirdparty/onnxruntime_hf), beyond what tests/test_thirdparty.py
 runs on every third-party backend: the exported graph keeps GPT-2's tie, the report names the
 exporter, opset and runtime, and the two runtime facts behind the adapter's claims hold (ORT's
 optimizer gives the head its own transposed copy of wte, so mutable_tables is not claimed; ORT's
@@ -16,11 +16,11 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import torch  # noqa: E402
 
-from backends.thirdparty.hf_transformers.adapter import gpt2_config  # noqa: E402
-from backends.thirdparty.onnx_runtime import export  # noqa: E402
-from backends.thirdparty.onnx_runtime.adapter import (  # noqa: E402
+from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config  # noqa: E402
+from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export  # noqa: E402
+from gpt2_conformance.backends.thirdparty.onnxruntime_hf.adapter import (  # noqa: E402
     PROVIDER, OnnxRuntimeHFAdapter, OnnxRuntimeHFPositionIdsAdapter)
-from conformance import gpt2  # noqa: E402
+from gpt2_conformance.api import gpt2  # noqa: E402
 
 D = gpt2.N_EMBD_SMALL
 

@@ -5,8 +5,8 @@ import pathlib
 import re
 import sys
 
-from conformance.results import FAIL, NOT_CLAIMED
-from conformance.runner import run_in_process
+from gpt2_conformance.results import FAIL, NOT_CLAIMED
+from gpt2_conformance.run.runner import run_in_process
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

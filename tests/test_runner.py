@@ -9,8 +9,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from conformance import results as res
-from conformance import runner, spec
+from gpt2_conformance import results as res
+from gpt2_conformance.run import runner
+from gpt2_conformance import spec
 
 TESTS_DIR = os.path.dirname(__file__)
 SUBSET = ["-k", "token_by_token_decode or test_empty_sequence or test_no_output_bias"]  # quick tests
@@ -26,9 +27,9 @@ def _status(result, clause_id):
 
 
 @pytest.mark.parametrize("adapter,timeout,reason", [
-    ("bad_adapters:HangsInPython", 5, "Timeout"),
-    ("bad_adapters:HangsInNativeCode", 5, "hung: no result after"),
-    ("bad_adapters:CrashesInterpreter", 60, "crashed: the test process died"),
+    ("helpers.bad_adapters:HangsInPython", 5, "Timeout"),
+    ("helpers.bad_adapters:HangsInNativeCode", 5, "hung: no result after"),
+    ("helpers.bad_adapters:CrashesInterpreter", 60, "crashed: the test process died"),
 ])
 def test_misbehaving_adapter_costs_one_fail_and_the_run_goes_on(adapter, timeout, reason):
     result = runner.run_backend(adapter, test_timeout=timeout, adapter_spec=adapter, extra_args=SUBSET, hang_grace=10)
@@ -40,14 +41,14 @@ def test_misbehaving_adapter_costs_one_fail_and_the_run_goes_on(adapter, timeout
 
 
 def test_wrong_return_type_is_a_fail_naming_the_type():
-    result = runner.run_backend("ReturnsList", adapter_spec="bad_adapters:ReturnsList", extra_args=SUBSET)
+    result = runner.run_backend("ReturnsList", adapter_spec="helpers.bad_adapters:ReturnsList", extra_args=SUBSET)
     shape = _status(result, "SHAPE-EMPTY")
     assert shape.status == res.FAIL
     assert "returned list, but should return numpy.ndarray" in shape.message
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", *args], capture_output=True, text=True, cwd=cwd,
                           env=dict(os.environ))
 
 
@@ -70,14 +71,14 @@ def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
 
 
 def test_cli_failing_adapter_exits_1_with_one_line_reason():
-    out = _cli("run", "--adapter", "mutants:NoCacheOffset")
+    out = _cli("run", "--adapter", "helpers.mutants:NoCacheOffset")
     assert out.returncode == 1
     line = next(l for l in out.stdout.splitlines() if l.strip().startswith("POSITIONS-OFFSET"))
     assert "FAIL" in line and "but should be" in line and "embed(ids=" in line, line
 
 
 def test_cli_nothing_claimed_exits_3():
-    out = _cli("run", "--adapter", "bad_adapters:CpuOnly", "--device", "gpu")
+    out = _cli("run", "--adapter", "helpers.bad_adapters:CpuOnly", "--device", "gpu")
     assert out.returncode == 3, out.stdout
     assert f"0 passed, 0 failed, {len(spec.CLAUSES)} not claimed" in out.stdout
 
@@ -95,7 +96,7 @@ def test_cli_bad_input_is_a_clear_error(args, message):
 
 
 def test_pytest_without_backend_is_a_usage_error():
-    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-q", "-p", "no:cacheprovider"],
+    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p", "no:cacheprovider"],
                          capture_output=True, text=True)
     assert out.returncode == 4 and "pass --backend NAME" in out.stdout + out.stderr
 
@@ -107,7 +108,7 @@ def test_clause_with_no_test_is_the_suites_error_not_a_pass():
 
 NOISY_ADAPTER = """
 import os
-from backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 os.write(2, b"I0000 cudart_stub.cc:31] NATIVE-IMPORT-NOISE\\n")  # as TensorFlow's import does, from C
 
 
@@ -124,7 +125,7 @@ def test_framework_output_stays_off_the_console_unless_verbose(tmp_path, monkeyp
     (tmp_path / "noisy_adapter.py").write_text(NOISY_ADAPTER)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
     # the suite's children are replaced by a canned result: this is about the CLI's own process
-    out = subprocess.run([sys.executable, "-c", "import sys; from conformance import cli, runner, results as res, spec\n"
+    out = subprocess.run([sys.executable, "-c", "import sys; from gpt2_conformance import cli, results as res, spec; from gpt2_conformance.run import runner\n"
                           "runner.run_backend = lambda name, device, timeout, **kw: res.SuiteResult(name, device, "
                           "spec.SPEC_VERSION, res.aggregate([]), 0.0)\n"
                           "cli._fingerprint = lambda name, result: {}\n"
@@ -132,7 +133,7 @@ def test_framework_output_stays_off_the_console_unless_verbose(tmp_path, monkeyp
                           "--report-dir", str(tmp_path / "r")], capture_output=True, text=True)
     assert "NATIVE-IMPORT-NOISE" not in out.stdout + out.stderr, out.stderr
     assert "NATIVE-IMPORT-NOISE" in (tmp_path / "r" / "gpt2-conformance-noisy_adapter_Noisy-cpu.log").read_text()
-    loud = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--adapter", "noisy_adapter:Noisy", "--verbose",
+    loud = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "noisy_adapter:Noisy", "--verbose",
                            "--device", "gpu"], capture_output=True, text=True)
     assert "NATIVE-IMPORT-NOISE" in loud.stderr
 
@@ -155,7 +156,7 @@ def test_a_suite_bug_is_an_error_not_the_adapters_fail():
                 for c in spec.CLAUSES]
     result = res.SuiteResult("x", "cpu", spec.SPEC_VERSION, res.aggregate(outcomes), 0.0)
     assert result.failed() == [] and len(result.errors()) == 5 and result.exit_code == res.EXIT_SUITE_ERROR
-    from conformance import report
+    from gpt2_conformance.run import report
 
     assert "5 suite error(s) (not the implementation's)" in report.scorecard(result)
     junit = ET.fromstring(report.to_junit(result))

@@ -14,8 +14,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conformance import cli, scoreboard, spec
-from conformance import results as res
+from gpt2_conformance import cli, spec
+
+from gpt2_conformance.merge import scoreboard
+from gpt2_conformance import results as res
 from test_merge import bench_json, suite_result, write
 
 CHROMIUM = shutil.which("chromium")

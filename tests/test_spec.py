@@ -7,15 +7,15 @@ import pathlib
 
 import pytest
 
-from conformance import spec
-from conformance.adapter import Capabilities
+from gpt2_conformance import spec
+from gpt2_conformance.api.adapter import Capabilities
 
 SUITE_MODULES = ["shape", "lookup", "positions", "bounds", "init", "tied", "dtype", "golden"]
 
 
 def _suite_tests():
     for name in SUITE_MODULES:
-        module = importlib.import_module(f"conformance.suite.test_{name}")
+        module = importlib.import_module(f"gpt2_conformance.suite.test_{name}")
         for fn_name, fn in inspect.getmembers(module, inspect.isfunction):
             if fn_name.startswith("test_"):
                 marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "clause"]

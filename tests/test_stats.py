@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from conformance import stats
+from gpt2_conformance.runtime import stats
 
 N = 1024 * 768
 

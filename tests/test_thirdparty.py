@@ -1,4 +1,4 @@
-"""Third-party GPT-2 implementations (backends.THIRD_PARTY, conformance/thirdparty.py): the suite runs on
+"""Third-party GPT-2 implementations (registry.judged(), conformance/run/thirdparty.py): the suite runs on
 each in child processes (each Keras backend needs its own process) with its waiver file
 applied, and must show no unwaived failure, exactly the waived clauses as deviations, and no
 stale waiver. Also: a stale waiver is reported, the HF adapter's short-cut equals the full
@@ -13,9 +13,11 @@ import pathlib
 import numpy as np
 import pytest
 
-from conformance import thirdparty as tp
-from conformance import results as res
-from conformance import spec, waivers
+from gpt2_conformance.run import thirdparty as tp
+from gpt2_conformance import registry
+from gpt2_conformance import results as res
+from gpt2_conformance import spec
+from gpt2_conformance.run import waivers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -30,13 +32,13 @@ def suite_result():
         if lacking:
             pytest.skip(f"{name}: {lacking} is not installed")
         if name not in cache:
-            cache[name] = tp.run(name)
+            cache[name] = tp.judge(name)
         return cache[name]
 
     return get
 
 
-@pytest.mark.parametrize("name", list(tp.THIRD_PARTY))
+@pytest.mark.parametrize("name", registry.judged())
 def test_conforms_up_to_its_waivers(suite_result, name):
     result, waiver_list, implementation = suite_result(name)
     assert result.error == "", result.error
@@ -84,7 +86,7 @@ def test_short_cut_equals_full_forward(module, name, cls):
     first hidden state (hf: output.hidden_states[0]; TransformerLens: blocks.0.hook_resid_pre)
     must be the same bits, with and without a cache."""
     pytest.importorskip(module)
-    adapter = getattr(importlib.import_module(f"backends.thirdparty.{name}.adapter"), cls)()
+    adapter = getattr(importlib.import_module(f"gpt2_conformance.backends.thirdparty.{name}.adapter"), cls)()
     rng = np.random.default_rng(0)
     adapter.load_tables(rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
                         rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01))
@@ -99,8 +101,8 @@ def test_short_cut_equals_full_forward(module, name, cls):
 
 def test_example_adapter_passes_everything_it_claims(monkeypatch):
     pytest.importorskip("torch")
-    from conformance import registry
-    from conformance.runner import run_in_process
+    from gpt2_conformance import registry
+    from gpt2_conformance.run.runner import run_in_process
 
     monkeypatch.syspath_prepend(str(ROOT))  # as `gpt2-conformance run --adapter examples.plain_torch_module:Adapter`
     factory = registry.resolve("examples.plain_torch_module:Adapter")

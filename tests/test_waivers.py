@@ -3,8 +3,9 @@ no longer matches a failure is reported as stale, and a bad file is a clear erro
 
 import pytest
 
-from conformance import results as res
-from conformance import spec, waivers
+from gpt2_conformance import results as res
+from gpt2_conformance import spec
+from gpt2_conformance.run import waivers
 
 
 def _result(statuses):
@@ -39,7 +40,7 @@ def test_stale_waiver_is_reported(tmp_path):
     result = _result({"BOUNDS-MESSAGE": res.PASS})
     waivers.apply(result, waivers.load(_write(tmp_path, GOOD)))
     assert result.stale_waivers == ["BOUNDS-MESSAGE is waived (https://example.org/x#L1) but did not fail (PASS)"]
-    from conformance.report import scorecard
+    from gpt2_conformance.run.report import scorecard
     assert "STALE WAIVER: BOUNDS-MESSAGE" in scorecard(result)
 
 

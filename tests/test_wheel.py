@@ -19,8 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 USER_ADAPTER = '''
 import numpy as np
-from conformance.adapter import Adapter, Capabilities
-from conformance.validation import check_embed_inputs
+from gpt2_conformance.api.adapter import Adapter, Capabilities
+from gpt2_conformance.api.validation import check_embed_inputs
 
 
 class MyAdapter(Adapter):
@@ -71,7 +71,7 @@ def installed(tmp_path_factory):
 
 def test_wheel_carries_the_golden_data(installed):
     python, work, env = installed
-    code, out = _run([python, "-c", "import conformance.golden.data as d, conformance; print(d.fixtures_dir()); "
+    code, out = _run([python, "-c", "import gpt2_conformance.golden.data as d, conformance; print(d.fixtures_dir()); "
                       "print(conformance.__file__)"], work, env)
     assert code == 0, out
     fixtures, package = out.split()
@@ -81,7 +81,7 @@ def test_wheel_carries_the_golden_data(installed):
 
 def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):
     python, work, env = installed
-    code, out = _run([python, "-m", "conformance.cli", "run", "--backend", "numpy", "--report-dir", "r"], work, env)
+    code, out = _run([python, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r"], work, env)
     assert code == 0, out
     report = json.loads((work / "r" / "gpt2-conformance-numpy-cpu.json").read_text())
     statuses = {c["id"]: c["status"] for c in report["clauses"]}
@@ -93,7 +93,7 @@ def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):
 def test_installed_pytest_entry_point_runs_a_users_adapter(installed):
     python, work, env = installed
     (work / "my_gpt2_adapter.py").write_text(USER_ADAPTER)
-    code, out = _run([python, "-m", "pytest", "--pyargs", "conformance.suite", "--adapter", "my_gpt2_adapter:MyAdapter",
+    code, out = _run([python, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "--gpt2c-adapter", "my_gpt2_adapter:MyAdapter",
                       "-q", "-p", "no:cacheprovider"], work, dict(env, PYTHONPATH=str(work)))
     assert code == 0, out[-3000:]
     assert " passed" in out and "failed" not in out.splitlines()[-1], out[-2000:]
@@ -103,7 +103,7 @@ def test_unreachable_golden_data_is_the_suites_error_not_the_adapters(installed)
     python, work, env = installed
     empty = work / "no-fixtures"
     empty.mkdir()
-    code, out = _run([python, "-m", "conformance.cli", "run", "--backend", "numpy", "--report-dir", "r2"], work,
+    code, out = _run([python, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r2"], work,
                      dict(env, GPT2C_FIXTURES=str(empty)))
     assert code == 4, out  # suite error, not a failure (1) and not a pass (0)
     report = json.loads((work / "r2" / "gpt2-conformance-numpy-cpu.json").read_text())

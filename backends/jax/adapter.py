@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from backends.jax import model
-from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
-from conformance.errors import TokenIdOutOfRangeError
-from conformance.validation import check_ids_layout, check_tables, describe_bad_id
+from gpt2_conformance.backends.jax import model
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.errors import TokenIdOutOfRangeError
+from gpt2_conformance.api.validation import check_ids_layout, check_tables, describe_bad_id
 
 _JAX_DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
 _INT32 = np.iinfo(np.int32)

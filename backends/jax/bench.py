@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import checkify
 
-from backends.jax import model
-from conformance.adapter import AdapterConfig
-from conformance.errors import TokenIdOutOfRangeError
+from gpt2_conformance.backends.jax import model
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.api.errors import TokenIdOutOfRangeError
 
 MODES = {
     "suite": "jax.jit(checkify(gather + add)) (the adapter's mode): check inside the kernel",
@@ -34,7 +34,7 @@ CHECK = {"suite": "on (checkify min/max in the kernel)", "flag": "on (min/max fl
 
 
 def available(device: str) -> tuple[bool, str]:
-    from backends.jax.adapter import JaxAdapter
+    from gpt2_conformance.backends.jax.adapter import JaxAdapter
 
     return JaxAdapter.device_available(device)
 
@@ -80,7 +80,7 @@ def _lookup_flag_jit(params, ids, past_length):
 
 class Runner:
     def __init__(self, wte, wpe, mode: str, device: str):
-        from backends.jax.adapter import JaxAdapter
+        from gpt2_conformance.backends.jax.adapter import JaxAdapter
 
         self.mode = mode
         self.adapter = JaxAdapter(AdapterConfig(n_embd=wte.shape[1], device=device))

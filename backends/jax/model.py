@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import checkify
 
-from conformance import gpt2
-from conformance.errors import TokenIdOutOfRangeError
-from conformance.validation import check_ids_layout, check_past_length, check_positions
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.errors import TokenIdOutOfRangeError
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_positions
 
 HIGHEST = jax.lax.Precision.HIGHEST  # full float32 matmuls on GPU/TPU too (their default is TF32/bf16 passes)
 

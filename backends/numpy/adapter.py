@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
-from conformance.machine import cores as _cores  # CPUs this process may run on
-from conformance.validation import check_embed_inputs, check_tables
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.machine import cores as _cores  # CPUs this process may run on
+from gpt2_conformance.api.validation import check_embed_inputs, check_tables
 
 _NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}
 # Below this many output elements (4 MB of float32) a thread hand-off costs more than it saves:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance import gpt2
-from conformance.adapter import AdapterConfig
-from conformance.validation import check_embed_inputs
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.api.validation import check_embed_inputs
 
 MODES = {
     "suite": "NumpyAdapter: host range check, np.take(mode='clip') + in-place add, one piece per core (fresh output)",
@@ -36,18 +36,18 @@ def available(device: str) -> tuple[bool, str]:
 
 
 def threads_setting() -> str:
-    from conformance.machine import cores
+    from gpt2_conformance.api.machine import cores
 
     return f"gather: suite {cores()} threads (one piece per core), take-out/fancy 1; head: BLAS default"
 
 
 def device_kernels(nbytes: int, device: str):
-    return None  # CPU only: conformance.bench.bandwidth measures it
+    return None  # CPU only: gpt2_conformance.bench.bandwidth measures it
 
 
 class Runner:
     def __init__(self, wte: np.ndarray, wpe: np.ndarray, mode: str, device: str):
-        from backends.numpy.adapter import NumpyAdapter
+        from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
         self.mode = mode
         self.adapter = NumpyAdapter(AdapterConfig(n_embd=wte.shape[1], device=device))

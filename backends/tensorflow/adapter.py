@@ -15,10 +15,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TF loads: hides its
 import numpy as np
 import tensorflow as tf
 
-from backends.tensorflow.model import GPT2Embedding, initial_tables
-from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
-from conformance.validation import check_tables, check_token_ids
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, initial_tables
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables, check_token_ids
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
 

@@ -28,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf
 
-from conformance.adapter import AdapterConfig
+from gpt2_conformance.api.adapter import AdapterConfig
 
 MODES = {
     "suite": "tf.function (no XLA) with in-graph Assert (the adapter's mode)",
@@ -45,7 +45,7 @@ CHECK = {"suite": "on (in-graph Assert before the gather)",
 
 
 def available(device: str) -> tuple[bool, str]:
-    from backends.tensorflow.adapter import TensorFlowAdapter
+    from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
 
     return TensorFlowAdapter.device_available(device)
 
@@ -81,7 +81,7 @@ def _check(X, n_vocab):
 
 class Runner:
     def __init__(self, wte, wpe, mode: str, device: str):
-        from backends.tensorflow.adapter import TensorFlowAdapter
+        from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
 
         self.mode = mode
         self.device = "/GPU:0" if device == "gpu" else "/CPU:0"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from conformance import gpt2
-from conformance.errors import TokenIdOutOfRangeError
-from conformance.validation import check_ids_layout, check_past_length, check_positions, describe_bad_id
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.errors import TokenIdOutOfRangeError
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_positions, describe_bad_id
 
 
 def positions_for(tokens, past_length):

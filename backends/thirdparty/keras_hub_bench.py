@@ -20,7 +20,7 @@ cost, not generate()'s.
 
 from __future__ import annotations
 
-from conformance.bench.native import NativeBench
+from gpt2_conformance.api.bench import NativeBench
 
 
 def _sync(backend: str):

@@ -4,9 +4,9 @@ their backend name.
 
 Keras reads KERAS_BACKEND once, when it is first imported, so one process holds one Keras
 backend: this module imports keras only when the first adapter is built (the CLI's parent
-process can resolve both adapters and read their WAIVERS without importing keras), and raises
+process can resolve both adapters without importing keras), and raises
 if keras is already loaded with another backend. Run each backend in its own process (the CLI
-does; tests use conformance.runner.run_backend).
+does; tests use gpt2_conformance.run.runner.run_backend).
 
 The path is the model's own, as GPT2CausalLM.call_with_cache (keras_hub
 src/models/gpt2/gpt2_causal_lm.py L184-188) runs it:
@@ -30,8 +30,8 @@ import sys
 
 import numpy as np
 
-from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}
 _DTYPES = ("float32", "float16", "bfloat16")  # GPT2Backbone(dtype=...): Keras dtype policies

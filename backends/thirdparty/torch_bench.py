@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from conformance.bench.native import NativeBench
+from gpt2_conformance.api.bench import NativeBench
 
 
 def available(device: str) -> tuple[bool, str]:

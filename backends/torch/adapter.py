@@ -14,10 +14,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
-from conformance.validation import check_tables
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 
-from backends.torch.model import GPT2Embedding
+from gpt2_conformance.backends.torch.model import GPT2Embedding
 
 _TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 _TORCH_DEVICES = {"cpu": "cpu", "gpu": "cuda"}

@@ -19,8 +19,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from conformance import gpt2
-from conformance.adapter import AdapterConfig
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import AdapterConfig
 
 MODES = {
     "suite": "eager GPT2Embedding (the adapter's mode), aminmax check + host sync",
@@ -35,7 +35,7 @@ _THREADS = torch.get_num_threads()  # the default, restored for every mode but s
 
 
 def available(device: str) -> tuple[bool, str]:
-    from backends.torch.adapter import TorchAdapter
+    from gpt2_conformance.backends.torch.adapter import TorchAdapter
 
     return TorchAdapter.device_available(device)
 
@@ -77,7 +77,7 @@ def _scatter_add(dh, ids, past_length: int, n_vocab: int, n_ctx: int):
 
 class Runner:
     def __init__(self, wte, wpe, mode: str, device: str):
-        from backends.torch.adapter import TorchAdapter
+        from gpt2_conformance.backends.torch.adapter import TorchAdapter
 
         self.mode = mode
         # intra-op threads are process-wide: set them for this mode (torch's 2-thread kernels
@@ -98,7 +98,7 @@ class Runner:
         return out
 
     def _checked_compiled_forward(self, ids, past_length):
-        from backends.torch import model as m
+        from gpt2_conformance.backends.torch import model as m
 
         m.check_ids_layout(tuple(ids.shape), str(ids.dtype).removeprefix("torch."), True)
         past_length = m.check_past_length(past_length)
@@ -134,7 +134,7 @@ def native_bench(adapter, device: str):
     """The public native path (conformance/bench/native.py) for the torch reference: the same
     calls as the suite mode, reached as any implementation's hooks are. tests/test_bench.py
     times it against Runner("suite") to show the path adds nothing."""
-    from conformance.bench.native import NativeBench
+    from gpt2_conformance.api.bench import NativeBench
 
     model, dev = adapter.model, adapter.device
 

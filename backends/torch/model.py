@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from conformance import gpt2
-from conformance.errors import TokenIdOutOfRangeError
-from conformance.validation import check_ids_layout, check_past_length, check_positions, describe_bad_id
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.errors import TokenIdOutOfRangeError
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_positions, describe_bad_id
 
 
 def check_token_ids(ids: torch.Tensor, n_vocab: int) -> None:

@@ -19,8 +19,8 @@ shape), which would swamp the scatter-add being measured.
 
 from __future__ import annotations
 
-from conformance.adapter import AdapterConfig, capabilities_of
-from conformance.bench import native
+from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
+from gpt2_conformance.bench import native
 
 BRIDGE = "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"
 NATIVE = "native hooks: the framework's tensors put on the device once, its own sync, no numpy in the call"
@@ -29,7 +29,7 @@ OWN_CHECK = "the implementation's own (see its scorecard)"
 
 class AdapterHooks:
     def __init__(self, spec: str):
-        from conformance import registry
+        from gpt2_conformance import registry
 
         self.spec = spec
         self.factory = registry.resolve(spec)
@@ -67,7 +67,7 @@ class AdapterHooks:
         return self._threads or "the implementation's defaults"
 
     def device_kernels(self, nbytes: int, device: str):
-        return None  # the host's bandwidth (conformance.bench.bandwidth); GPU limits need a framework's kernels
+        return None  # the host's bandwidth (gpt2_conformance.bench.bandwidth); GPU limits need a framework's kernels
 
 
 class _Runner:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance import machine
-from conformance.bench import timing
+from gpt2_conformance.api import machine
+from gpt2_conformance.bench import timing
 
 DEFAULT_BYTES = 512 << 20
 ROW = 768

@@ -1,4 +1,4 @@
-"""One backend, one process: `python -m conformance.bench.child REQUEST.json RESULT.json`.
+"""One backend, one process: `python -m gpt2_conformance.bench.child REQUEST.json RESULT.json`.
 
 Imports only that backend's framework, measures the memory bandwidth here (numpy on the CPU,
 the backend's device kernels on a GPU) and each workload's own limit (a streaming reference
@@ -18,10 +18,10 @@ import traceback
 
 import numpy as np
 
-from conformance import gpt2, machine
-from conformance.bench import bandwidth, cache, timing, workloads
+from gpt2_conformance.api import gpt2, machine
+from gpt2_conformance.api.backend import REFERENCE
+from gpt2_conformance.bench import bandwidth, cache, timing, workloads
 
-OWN_HOOKS = ("numpy", "torch", "tensorflow", "jax")  # the backends with a backends/<fw>/bench.py
 BAR_MIN_ROUNDS = 60  # timed rounds at the bar shape, warm, in every run (quick too)
 
 
@@ -29,9 +29,12 @@ def _hooks(backend: str):
     """backends/<fw>/bench.py where the backend has its own hooks, else the hooks around its
     Adapter: its native ones and the Adapter API (third-party implementations, plug-ins,
     module:factory specs)."""
-    if backend in OWN_HOOKS:
-        return importlib.import_module(f"backends.{backend}.bench")
-    from conformance.bench.adapter_hooks import AdapterHooks
+    from gpt2_conformance import registry
+
+    entry = registry.entry(backend)
+    if entry is not None and entry.bench_modes:
+        return importlib.import_module(entry.bench_module)
+    from gpt2_conformance.bench.adapter_hooks import AdapterHooks
 
     return AdapterHooks(backend)
 
@@ -93,7 +96,7 @@ def implementation(backend: str) -> str:
     third-party backends), else the project's reference and its framework's version."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from conformance import registry
+    from gpt2_conformance import registry
 
     try:
         factory = registry.resolve(backend)
@@ -102,8 +105,9 @@ def implementation(backend: str) -> str:
             return describe()
     except Exception as exc:  # noqa: BLE001 - a description is never worth the run
         return f"unknown ({type(exc).__name__})"
-    if backend in OWN_HOOKS:
-        framework = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", "numpy": "numpy"}[backend]
+    entry = registry.entry(backend)
+    if entry is not None and entry.kind == REFERENCE:
+        framework = entry.requires[0]
         try:
             return f"gpt2-conformance reference ({framework} {version(framework)})"
         except PackageNotFoundError:

@@ -22,11 +22,10 @@ import sys
 import tempfile
 import time
 
-from conformance import machine
-from conformance.bench import compare as compare_mod
-from conformance.bench import outputs, timing, workloads
+from gpt2_conformance.api import machine
+from gpt2_conformance.bench import compare as compare_mod
+from gpt2_conformance.bench import outputs, timing, workloads
 
-from conformance.bench.child import OWN_HOOKS
 # glibc serves large blocks with mmap and unmaps them on free; the size above which it does so
 # moves with the process's history (it rises to the size of a freed mmapped block, up to 32 MiB,
 # and the heap is trimmed above twice that). So a framework that returns a fresh [B, T, d]
@@ -47,7 +46,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--backend", action="append",
                    help="backend to time (repeatable): a registered name (`gpt2-conformance list`), a "
                         "package.module:factory spec, or `all` for every installed one (default: "
-                        f"{', '.join(OWN_HOOKS)}, those installed). Backends without a backends/<fw>/bench.py "
+                        f"{', '.join(own_hooks())}, those installed). Backends without a backends/<fw>/bench.py "
                         "are timed through their native hooks (conformance/bench/native.py) and the Adapter API")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--quick", action="store_true", help="the bar shape and one of each other workload, few rounds, "
@@ -81,10 +80,17 @@ def argparse_bool():
     return argparse.BooleanOptionalAction
 
 
+def own_hooks() -> list[str]:
+    """The backends with bench modes of their own (a Runner in their bench.py): the default set."""
+    from gpt2_conformance import registry
+
+    return [n for n, e in registry.builtin().items() if e.bench_modes]
+
+
 def installed(name: str) -> bool:
-    """Whether the backend's frameworks are importable (backends.REQUIRES); a module:factory
+    """Whether the backend's frameworks are importable (their registry entry); a module:factory
     spec is taken as installed and fails in its child if it is not."""
-    from conformance import registry
+    from gpt2_conformance import registry
 
     return ":" in name or registry.missing_framework(name) is None
 
@@ -92,10 +98,10 @@ def installed(name: str) -> bool:
 def backend_names(requested: list[str] | None) -> list[str]:
     """--backend values, `all` expanded; a name that is neither registered nor a
     module:factory spec raises LookupError (exit 2 in run)."""
-    from conformance import registry
+    from gpt2_conformance import registry
 
     if not requested:
-        return [b for b in OWN_HOOKS if installed(b)]
+        return [b for b in own_hooks() if installed(b)]
     names = []
     for name in requested:
         if name == "all":
@@ -133,7 +139,7 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
                    **MALLOC_ENV[request.get("malloc", "retain")])
         with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
             try:
-                child = subprocess.run([sys.executable, "-m", "conformance.bench.child", req_path, res_path],
+                child = subprocess.run([sys.executable, "-m", "gpt2_conformance.bench.child", req_path, res_path],
                                        stderr=log, env=env, timeout=timeout, cwd=REPO_ROOT)
                 code = child.returncode
             except subprocess.TimeoutExpired:
@@ -148,7 +154,7 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
 
 
 def time_to_verdict(backend: str, device: str) -> dict:
-    from conformance import runner
+    from gpt2_conformance.run import runner
 
     start = time.perf_counter()
     try:
@@ -226,7 +232,7 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m conformance.bench.command [options]` (the same as the subcommand)."""
+    """`python -m gpt2_conformance.bench.command [options]` (the same as the subcommand)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="gpt2-conformance")

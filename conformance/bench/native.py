@@ -4,7 +4,7 @@ no numpy inside the timed call (the Adapter API converts to and from numpy on ev
 
 An adapter opts in with one method (the bench looks for it; the suite never calls it):
 
-    from conformance.bench.native import NativeBench
+    from gpt2_conformance.api.bench import NativeBench
 
     class MyAdapter(Adapter):
         ...
@@ -31,29 +31,10 @@ import importlib
 import importlib.util
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Callable
-
-from conformance.adapter import Adapter
+from gpt2_conformance.api.adapter import Adapter
+from gpt2_conformance.api.bench import NativeBench
 
 ENTRY = "native_bench"  # the adapter method, or the function in the sibling bench.py
-
-
-def _identity(out):
-    return out
-
-
-@dataclass
-class NativeBench:
-    """The callables the bench times for one implementation instance (module docstring)."""
-
-    put: Callable[[Any], Any]  # numpy array -> framework tensor on the timed device (untimed)
-    forward: Callable[[Any, int], Any]  # (ids tensor [B, T], past_length int) -> h tensor
-    logits: Callable[[Any], Any] | None = None  # h tensor [B, T, d] -> logits tensor; None: not timed
-    backward: Callable[[Any, int, Any], Any] | None = None  # (ids, past_length, dh) -> (dwte, dwpe)
-    sync: Callable[[Any], Any] = field(default=_identity)  # waits until the device has computed out
-    description: str = ""  # what is timed, in a few words (shown in the report's Modes section)
-    threads: str = ""  # the framework's thread setting, if it has one
 
 
 def _sibling_module(adapter_type: type):
@@ -85,7 +66,7 @@ def native_available(factory, device: str) -> tuple[bool, str]:
     module = _sibling_module(factory) if isinstance(factory, type) else None
     if module is not None and hasattr(module, "native_available"):
         return module.native_available(device)
-    from conformance.adapter import capabilities_of
+    from gpt2_conformance.api.adapter import capabilities_of
 
     devices = capabilities_of(factory).devices
     return (True, "") if device in devices else (False, f"the adapter does not claim device {device!r} ({devices})")
@@ -105,7 +86,7 @@ def find(adapter: Adapter, device: str) -> NativeBench | None:
 def _checked(nb, where: type) -> NativeBench:
     if not isinstance(nb, NativeBench):
         raise TypeError(f"{where.__name__}.native_bench returned {type(nb).__name__}, but should return a "
-                        "conformance.bench.native.NativeBench")
+                        "gpt2_conformance.api.bench.NativeBench")
     for name in ("put", "forward", "sync"):
         if not callable(getattr(nb, name)):
             raise TypeError(f"{where.__name__}.native_bench: NativeBench.{name}={getattr(nb, name)!r}, but should be "

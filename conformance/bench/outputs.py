@@ -21,10 +21,22 @@ import json
 import os
 import platform
 
-from conformance.bench import workloads as wl
+from gpt2_conformance.bench import workloads as wl
 
-BACKEND_ORDER = ("numpy", "torch", "tensorflow", "jax")
-FRAMEWORKS = ("torch", "tensorflow", "jax")  # the backends the 2/3 bar applies to
+
+
+def backend_order() -> list[str]:
+    """Rows and columns in the registry's order (the NumPy reference first)."""
+    from gpt2_conformance import registry
+
+    return registry.available()
+
+
+def frameworks() -> list[str]:
+    """The backends the 2/3 bar applies to: our reference backends on a framework (not NumPy's)."""
+    from gpt2_conformance import registry
+
+    return [n for n in registry.references() if n != registry.NUMPY_REFERENCE]
 # names and fullnames are those of the pytest-benchmark suite's tests, so a `bench` JSON and a
 # `pytest tests/benchmarks --run-bench --benchmark-json` JSON compare with each other
 SUITE_FILE = "tests/benchmarks/test_embedding_speed.py"
@@ -76,7 +88,7 @@ def rows(results: list[dict]) -> list[dict]:
                 else:
                     row["pct_limit"] = pct
             out.append(row)
-    order = {b: i for i, b in enumerate(BACKEND_ORDER)}
+    order = {b: i for i, b in enumerate(backend_order())}
     kinds = {k: i for i, k in enumerate(wl.KINDS)}
     out.sort(key=lambda r: (kinds[r["workload"].kind], r["workload"].phase != "prefill", r["workload"].n_embd,
                             r["workload"].batch, r["workload"].seq, order.get(r["backend"], 99), r["mode"]))
@@ -120,12 +132,12 @@ def bar(rows_: list[dict], cache: str = "warm") -> dict:
         verdict[backend] = {"mode": r["mode"], "pct": r["pct_limit"], "check": r["check"],
                             "median_ms": r["stats"]["median"] * 1e3, "declared_fastest": r["is_fastest_mode"],
                             "gbps": r["gbps"], "limit_gbps": r["limit_gbps"], "faults_per_call": r.get("faults"),
-                            "meets": backend not in FRAMEWORKS or r["pct_limit"] >= 100 * wl.BAR_FRACTION}
-    frameworks = {b: v for b, v in verdict.items() if b in FRAMEWORKS}
-    if frameworks:
-        best = max(frameworks, key=lambda b: frameworks[b]["pct"])
-        verdict["best"] = {"backend": best, "pct": frameworks[best]["pct"],
-                           "meets": frameworks[best]["pct"] >= 100 * wl.BEST_FRACTION}
+                            "meets": backend not in frameworks() or r["pct_limit"] >= 100 * wl.BAR_FRACTION}
+    framework_rows = {b: v for b, v in verdict.items() if b in frameworks()}
+    if framework_rows:
+        best = max(framework_rows, key=lambda b: framework_rows[b]["pct"])
+        verdict["best"] = {"backend": best, "pct": framework_rows[best]["pct"],
+                           "meets": framework_rows[best]["pct"] >= 100 * wl.BEST_FRACTION}
     return verdict
 
 
@@ -243,10 +255,10 @@ def machine_line(results: list[dict], meta: dict | None) -> str:
 
 def _bar_lines(verdict: dict) -> list[str]:
     lines = []
-    for b in BACKEND_ORDER:
+    for b in backend_order():
         if b in verdict:
             v = verdict[b]
-            need = "" if b not in FRAMEWORKS else (" meets the 2/3 bar" if v["meets"] else " BELOW the 2/3 bar")
+            need = "" if b not in frameworks() else (" meets the 2/3 bar" if v["meets"] else " BELOW the 2/3 bar")
             faults = f", {v['faults_per_call']:.0f} faults/call" if (v.get("faults_per_call") or 0) >= 1 else ""
             lines.append(f"{b}: fastest measured mode with the check on: {v['mode']} ({v['check']}) "
                          f"{v['median_ms']:.2f} ms, {v['gbps']:.1f} of {v['limit_gbps']:.1f} GB/s = "
@@ -407,7 +419,7 @@ def _commit_info(root: str) -> dict:
 
 
 def _stats_of(r: dict) -> dict:
-    from conformance.bench.stats import summary
+    from gpt2_conformance.bench.stats import summary
 
     return {**(r.get("stats") or summary(r["samples"])), "data": r["samples"], "iterations": 1}
 
@@ -493,7 +505,7 @@ def plot(results: list[dict], rows_: list[dict], path: str) -> str | None:
     if not kinds:
         return None
     series = sorted({(r["backend"], r["mode"]) for r in timed},
-                    key=lambda s: (BACKEND_ORDER.index(s[0]) if s[0] in BACKEND_ORDER else 99, s))
+                    key=lambda s: (backend_order().index(s[0]) if s[0] in backend_order() else 99, s))
     cmaps = {"numpy": plt.cm.Greys, "torch": plt.cm.Oranges, "tensorflow": plt.cm.Blues, "jax": plt.cm.Greens}
     others = [plt.cm.Purples, plt.cm.Reds, plt.cm.YlOrBr, plt.cm.BuGn, plt.cm.RdPu, plt.cm.PuBu, plt.cm.Greys]
     colors = {}

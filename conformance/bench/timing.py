@@ -31,7 +31,7 @@ class Timing:
     def stats(self) -> dict:
         """pytest-benchmark's Stats fields, by its formulas (conformance/bench/stats.py), so
         timing never needs an optional package."""
-        from conformance.bench.stats import summary
+        from gpt2_conformance.bench.stats import summary
 
         return summary(self.samples)
 

@@ -32,11 +32,9 @@ cache    "warm": the same call repeated; "cold": the caches emptied before each 
 
 from __future__ import annotations
 
-import ast
-import os
 from dataclasses import asdict, dataclass
 
-from conformance import gpt2
+from gpt2_conformance.api import gpt2
 
 KINDS = ("forward", "backward", "logits", "step")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -156,32 +154,23 @@ def step_parts(w: Workload) -> tuple[Workload, Workload]:
 
 
 def modes_of(backend: str) -> list[str]:
-    """The MODES keys of backends/<backend>/bench.py, read without importing the framework
-    (the pytest-benchmark suite parametrizes over them at collection time)."""
-    import backends
+    """The bench modes of a backend's registry entry (read without importing the framework: the
+    pytest-benchmark suite parametrizes over them at collection time)."""
+    from gpt2_conformance import registry
 
-    path = os.path.join(os.path.dirname(backends.__file__), backend, "bench.py")
-    with open(path) as f:
-        tree = ast.parse(f.read())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "MODES" for t in node.targets):
-            return list(ast.literal_eval(node.value))
-    raise LookupError(f"{path} has no MODES")
+    entry = registry.entry(backend)
+    if entry is None or not entry.bench_modes:
+        raise LookupError(f"backend {backend!r} has no bench modes of its own in its registry entry")
+    return list(entry.bench_modes)
 
 
 def applies(backend: str, mode: str, w: Workload) -> bool:
-    """Whether a mode times a workload at all (a few modes time one kind only). A decode step
-    is the mode's forward then its head, so it needs both."""
+    """Whether a mode times a workload at all (its registry entry says which kinds a mode times;
+    modes it does not list time every kind). A decode step is the mode's forward then its head,
+    so it needs both."""
     if w.kind == "step":
         return all(applies(backend, mode, part) for part in step_parts(w))
-    if (backend, mode) == ("tensorflow", "pretransposed"):
-        return w.kind == "logits"
-    if (backend, mode) in {("numpy", "take-out"), ("numpy", "fancy")}:
-        return w.kind == "forward"
-    if (backend, mode) == ("jax", "nocheck"):
-        return w.kind != "logits"
-    if (backend, mode) == ("jax", "flag"):
-        return w.kind == "forward"
-    if (backend, mode) == ("tensorflow", "nocheck"):
-        return w.kind == "forward"
-    return True
+    from gpt2_conformance import registry
+
+    entry = registry.entry(backend)
+    return entry is None or entry.times(mode, w.kind)

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from conformance.golden import data, dequantised, digests, readers
+from gpt2_conformance.golden import data, dequantised, digests, readers
 
 GROUP = "GOLDEN"
 
@@ -87,11 +87,11 @@ def check_tables(ckpt: readers.Checkpoint, golden: data.Golden) -> tuple[dict[st
 
 
 def _run_clauses(args) -> "object":
-    from conformance import runner
+    from gpt2_conformance.run import runner
 
     name = args.adapter or args.backend
     result = runner.run_backend(name, args.device, adapter_spec=args.adapter,
-                                extra_args=["--checkpoint", args.checkpoint, "-k", "test_golden", "--tb=no"])
+                                extra_args=["--gpt2c-checkpoint", args.checkpoint, "-k", "test_golden", "--tb=no"])
     return dataclasses.replace(result, clauses=[c for c in result.clauses if c.clause.group == GROUP])
 
 
@@ -108,7 +108,8 @@ def run(args) -> int:
     tables_ok = bool(verdict) and all(verdict.values())
     if args.digests_only:
         return 0 if tables_ok else 1
-    from conformance import registry, report
+    from gpt2_conformance import registry
+    from gpt2_conformance.run import report
 
     try:
         registry.resolve(args.adapter or args.backend)
@@ -128,7 +129,7 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m conformance.golden.command --checkpoint PATH` (the same as the subcommand)."""
+    """`python -m gpt2_conformance.golden.command --checkpoint PATH` (the same as the subcommand)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="gpt2-conformance")

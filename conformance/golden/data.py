@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance import gpt2
+from gpt2_conformance.api import gpt2
 
 WPE_FILE = "gpt2_124M_wpe_float32_le.bin"
 GOLDEN_FILE = "golden.json"
@@ -172,7 +172,7 @@ def shipped_tables(fill_wte: np.ndarray) -> GoldenTables:
 
 
 def checkpoint_tables(path: str) -> GoldenTables:
-    from conformance.golden import readers
+    from gpt2_conformance.golden import readers
 
     ckpt = readers.load_checkpoint(path)
     return GoldenTables(ckpt.wte, ckpt.wpe, ckpt.size, f"checkpoint {ckpt.describe()}", load(), ckpt)

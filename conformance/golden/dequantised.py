@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance import numerics
-from conformance.golden import digests
+from gpt2_conformance.runtime import numerics
+from gpt2_conformance.golden import digests
 
 Q8_0_BLOCK = 32
 ROUNDED = ("float16", "bfloat16")  # the DTYPE clauses' storage types

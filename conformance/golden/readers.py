@@ -27,8 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from conformance import gpt2
-from conformance.golden import tf_bundle, torch_pickle
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.golden import tf_bundle, torch_pickle
 
 FORMATS = ("safetensors", "torch", "tf", "npz", "gguf")
 _NAME_TAIL = {"", "weight", "embeddings", "ATTRIBUTES", "VARIABLE_VALUE"}  # after the "wte"/"wpe" part
@@ -233,7 +233,7 @@ def _npz_tensor(path: str, npz, key: str) -> np.ndarray:
 
 
 def read_gguf(path: str) -> dict[str, TensorInfo]:
-    from conformance.golden import gguf_reader  # imports this module: loaded on first use
+    from gpt2_conformance.golden import gguf_reader  # imports this module: loaded on first use
 
     return gguf_reader.read(path)
 
@@ -327,7 +327,7 @@ def _check_float32(path: str, info: TensorInfo, fmt: str) -> None:
     if info.dtype == "float32":
         return
     if fmt == "gguf":  # llama.cpp files store tables in F16/BF16/Q8_0/...: read as their float32 values
-        from conformance.golden import gguf_reader
+        from gpt2_conformance.golden import gguf_reader
 
         if gguf_reader.dequantised_to_float32(info.dtype):
             return
@@ -355,7 +355,7 @@ def load_checkpoint(path: str, fmt: str | None = None) -> Checkpoint:
         raise CheckpointError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     infos = READERS[fmt](path)
     if fmt == "gguf":
-        from conformance.golden import gguf_reader
+        from gpt2_conformance.golden import gguf_reader
 
         wte, wpe = gguf_reader.find_tables(path, infos)
     else:

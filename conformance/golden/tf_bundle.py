@@ -15,7 +15,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from conformance.golden import digests
+from gpt2_conformance.golden import digests
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48

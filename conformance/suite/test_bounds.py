@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import gpt2
-from conformance.adapter import AdapterConfig
-from conformance.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_raises,
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.runtime.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_raises,
                                     assert_shape, changed_row, describe_call)
-from conformance.plugin import skip_unless_buildable, skip_unless_claimed
-from conformance.strategies import ids_with_one_bad, out_of_range_positions, suite_settings
+from gpt2_conformance.runtime.hooks import skip_unless_buildable, skip_unless_claimed
+from gpt2_conformance.runtime.strategies import ids_with_one_bad, out_of_range_positions, suite_settings
 
 
 PROBE = np.array([[0, gpt2.N_VOCAB - 1]])  # a valid call, asked before and after each error

@@ -1,14 +1,16 @@
 """DTYPE: float32 tables round-trip bit for bit; float16 and bfloat16 (where claimed) are
 stored rounded to nearest-even, and h and the head are within their derived bounds of the
-implementation's own float32 answers on the rounded tables (conformance/numerics.py): the
+implementation's own float32 answers on the rounded tables (conformance/runtime/numerics.py): the
 precision of the low-precision path, not the formula, which LOOKUP-EXACT and TIED judge."""
 
 import numpy as np
 import pytest
 
-from conformance import gpt2, oracle
-from conformance.assertions import as_array, assert_bitwise_equal, assert_dtype, assert_within, describe_call
-from conformance.numerics import UNIT_ROUNDOFF, representable, round_to_dtype, ulp
+from gpt2_conformance.api import gpt2
+
+from gpt2_conformance.runtime import oracle
+from gpt2_conformance.runtime.assertions import as_array, assert_bitwise_equal, assert_dtype, assert_within, describe_call
+from gpt2_conformance.runtime.numerics import UNIT_ROUNDOFF, representable, round_to_dtype, ulp
 
 D = gpt2.N_EMBD_SMALL
 
@@ -41,7 +43,7 @@ def _low_precision(make_adapter, capabilities, tables, dtype, past):
     head within its bound) of the implementation's OWN float32 answer on those rounded tables:
     a value defect shared by every dtype is LOOKUP-EXACT's (and TIED's) to judge, not this
     clause's. |h - h32| <= ulp(exact) + u32 |exact|, |exact| <= |h32| (1 + u32)."""
-    from conformance.plugin import skip_unless_claimed
+    from gpt2_conformance.runtime.hooks import skip_unless_claimed
 
     if past:
         skip_unless_claimed(capabilities, "kv_cache")

@@ -5,13 +5,15 @@ golden vectors come from fixtures/golden.json (fixtures/derive.py), each with it
 import numpy as np
 import pytest
 
-from conformance import gpt2, oracle
-from conformance.adapter import AdapterConfig
-from conformance.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
-from conformance.golden import digests
-from conformance.guard import SuiteError
-from conformance.plugin import skip_unless_buildable, skip_unless_claimed
-from conformance.results import UNAVAILABLE_PREFIX
+from gpt2_conformance.api import gpt2
+
+from gpt2_conformance.runtime import oracle
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
+from gpt2_conformance.golden import digests
+from gpt2_conformance.runtime.guard import SuiteError
+from gpt2_conformance.runtime.hooks import skip_unless_buildable, skip_unless_claimed
+from gpt2_conformance.results import UNAVAILABLE_PREFIX
 
 H_SEQUENCES = ["wte_rows_0_4", "eot_neighbours", "printed_h", "eot"]  # ids with known wte values
 OFFSETS = ["first", "second", "middle", "last"]  # index into a sequence's offsets: 0, 1, 511, 1024 - T

@@ -4,9 +4,11 @@ wpe ~ N(0, 0.01^2), plain normals; the tables are not zero and not copies."""
 import numpy as np
 import pytest
 
-from conformance import gpt2, stats
-from conformance.adapter import AdapterConfig
-from conformance.plugin import skip_unless_buildable
+from gpt2_conformance.api import gpt2
+
+from gpt2_conformance.runtime import stats
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.runtime.hooks import skip_unless_buildable
 
 SEED, OTHER_SEED = 1234, 4321
 

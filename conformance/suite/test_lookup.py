@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import gpt2, oracle
-from conformance.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_shape, changed_row,
+from gpt2_conformance.api import gpt2
+
+from gpt2_conformance.runtime import oracle
+from gpt2_conformance.runtime.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_shape, changed_row,
                                     describe_call)
-from conformance.plugin import skip_unless_claimed
-from conformance.strategies import EDGE_IDS, LAYOUTS, RELATION_MAX_POSITION, embed_inputs, in_layout, suite_settings
+from gpt2_conformance.runtime.hooks import skip_unless_claimed
+from gpt2_conformance.runtime.strategies import EDGE_IDS, LAYOUTS, RELATION_MAX_POSITION, embed_inputs, in_layout, suite_settings
 
 D = gpt2.N_EMBD_SMALL
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import gpt2
-from conformance.assertions import as_array, assert_bitwise_equal, assert_shape, describe_call
-from conformance.strategies import RELATION_MAX_POSITION, chunk_splits, embed_inputs, in_layout, suite_settings
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.runtime.assertions import as_array, assert_bitwise_equal, assert_shape, describe_call
+from gpt2_conformance.runtime.strategies import RELATION_MAX_POSITION, chunk_splits, embed_inputs, in_layout, suite_settings
 
 LAST = RELATION_MAX_POSITION  # the highest position these clauses use
 D = gpt2.N_EMBD_SMALL

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import gpt2
-from conformance.assertions import assert_dtype, assert_shape, describe_call
-from conformance.plugin import skip_unless_claimed
-from conformance.strategies import embed_inputs, suite_settings
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.runtime.assertions import assert_dtype, assert_shape, describe_call
+from gpt2_conformance.runtime.hooks import skip_unless_claimed
+from gpt2_conformance.runtime.strategies import embed_inputs, suite_settings
 
 D = gpt2.N_EMBD_SMALL
 

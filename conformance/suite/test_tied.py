@@ -10,8 +10,10 @@ bound, a clause a GPU run in TF32 can waive, whose message names the precision t
 import numpy as np
 import pytest
 
-from conformance import gpt2, oracle
-from conformance.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
+from gpt2_conformance.api import gpt2
+
+from gpt2_conformance.runtime import oracle
+from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
 
 D = gpt2.N_EMBD_SMALL
 STRUCTURE = f"the head is wte: {oracle.STRUCTURAL_INPUTS}-input bound"
@@ -75,7 +77,7 @@ def test_head_shares_wte_storage(make_adapter, tables, row):
 def test_gradient_roles(adapter, capabilities, tables, roles, past):
     """dL/dwte = scatter(G_h + G_l @ wte, X) + G_l^T h; dL/dwpe = batch sum at positions. h is the
     implementation's own (its values are LOOKUP-EXACT's to judge): this checks the two roles."""
-    from conformance.plugin import skip_unless_claimed
+    from gpt2_conformance.runtime.hooks import skip_unless_claimed
 
     if past:
         skip_unless_claimed(capabilities, "kv_cache")
@@ -90,8 +92,10 @@ def test_gradient_roles(adapter, capabilities, tables, roles, past):
     h = as_array(adapter.embed(ids, past), describe_call("embed", ids, past)) if roles == "both" else None
     if h is not None and h.shape != ids.shape + (D,):
         h = None  # an h of another shape is SHAPE-H's to judge: the roles are checked with the formula's h
-    d_wte, d_wpe, b_wte, b_wpe = oracle.gradients(*tables, ids, past, cot_h, cot_logits, h=h)
     got_wte, got_wpe = adapter.gradients(ids, past, cot_h, cot_logits)
+    if oracle.gradients_within(*tables, ids, past, cot_h, cot_logits, got_wte, got_wpe, h=h):
+        return  # within the bounds; the dense float64 oracle below is for the message only
+    d_wte, d_wpe, b_wte, b_wpe = oracle.gradients(*tables, ids, past, cot_h, cot_logits, h=h)
     call = describe_call("gradients", ids, past, cotangents="h only" if roles == "gather" else "logits only")
     assert_within(got_wte, d_wte, b_wte, call, "dwte", rule="gather" + (" + projection" if roles == "both" else "") + " role")
     assert_within(got_wpe, d_wpe, b_wpe, call, "dwpe", rule="batch sum at each position")

@@ -21,9 +21,11 @@ import importlib.util
 
 import pytest
 
-from conformance.bench import workloads as wl
+from gpt2_conformance.bench import workloads as wl
 
-BACKENDS = ("numpy", "torch", "tensorflow", "jax")
+from gpt2_conformance.bench.command import own_hooks
+
+BACKENDS = tuple(own_hooks())  # the backends with bench modes of their own (registry entries)
 PLAN = wl.plan(quick=True)
 
 
@@ -42,7 +44,7 @@ def _runner(backend: str, mode: str, d: int):
     key = (backend, mode, d)
     if key not in _CACHE:
         _CACHE.clear()  # one set of tables in memory at a time
-        from conformance.bench import child
+        from gpt2_conformance.bench import child
 
         hooks = importlib.import_module(f"backends.{backend}.bench")
         wte, wpe = child._tables(d)
@@ -53,7 +55,7 @@ def _runner(backend: str, mode: str, d: int):
 @pytest.fixture(scope="session")
 def flush():
     """Empties the CPU caches ahead of each round of a cold workload (untimed: pedantic's setup)."""
-    from conformance.bench import cache
+    from gpt2_conformance.bench import cache
 
     return cache.HostFlusher()
 
@@ -64,7 +66,7 @@ _LIMITS: dict = {}
 @pytest.fixture(scope="session")
 def limit_gbps(flush):
     """limit_gbps(w, distinct_ids): GB/s of a stream moving w's least bytes in w's cache state."""
-    from conformance.bench import bandwidth
+    from gpt2_conformance.bench import bandwidth
 
     def limit(w, distinct):
         read, write = wl.traffic(w, distinct)
@@ -80,7 +82,7 @@ def _bench(benchmark, limit_gbps, backend, mode, w, flush):
         pytest.skip(f"{backend} is not installed")
     import time
 
-    from conformance.bench import child
+    from gpt2_conformance.bench import child
 
     hooks, runner = _runner(backend, mode, w.n_embd)
     ids, dh, h = child._inputs(w)

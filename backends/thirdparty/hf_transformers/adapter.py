@@ -30,8 +30,6 @@ tensor size: torch rejects negative and fractional sizes but reads True as 1.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import torch
 
@@ -39,12 +37,11 @@ import transformers
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 from transformers import initialization as hf_init
 
-from backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
-from conformance import gpt2
-from conformance.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
-WAIVERS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waivers.toml")
 
 
 class _Stop(Exception):
@@ -62,7 +59,6 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
         dtypes=tuple(TORCH_DTYPES), devices=("cpu",), gradients=True,
         black_box="h = GPT2Model hidden_states[0] (input of block 0, eval mode); offset from a "
                   "DynamicCache holding past_length entries; logits = lm_head(h)")
-    WAIVERS = WAIVERS_PATH
     FULL_FORWARD = False  # True: run every block and read output.hidden_states[0]
     PARAMETER_PREFIXES = ("transformer.wte.", "transformer.wpe.", "lm_head.")
 

@@ -9,8 +9,8 @@ before each step too). The head is lm_head, the tied nn.Linear.
 
 from __future__ import annotations
 
-from backends.thirdparty import torch_bench
-from backends.thirdparty.hf_transformers.adapter import _Stop
+from gpt2_conformance.backends.thirdparty import torch_bench
+from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import _Stop
 
 
 def native_available(device: str) -> tuple[bool, str]:

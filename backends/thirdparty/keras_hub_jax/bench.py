@@ -1,7 +1,7 @@
 """Native bench hooks for keras-hub's GPT2Backbone on Keras' jax backend (the shared code:
 backends/thirdparty/keras_hub_bench.py)."""
 
-from backends.thirdparty import keras_hub_bench
+from gpt2_conformance.backends.thirdparty import keras_hub_bench
 
 
 def native_available(device: str) -> tuple[bool, str]:

@@ -31,8 +31,6 @@ length of the cached key array, given to MLX as an array dimension.
 
 from __future__ import annotations
 
-import os
-
 import mlx.core as mx
 import mlx.nn as nn
 import mlx_lm
@@ -41,12 +39,11 @@ from mlx.utils import tree_flatten
 from mlx_lm.models import gpt2 as mlx_gpt2
 from mlx_lm.models.cache import make_prompt_cache
 
-from conformance import gpt2
-from conformance.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 
 MLX_DTYPES = {"float32": mx.float32, "float16": mx.float16, "bfloat16": mx.bfloat16}
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
-WAIVERS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waivers.toml")
 
 
 class _Stop(Exception):
@@ -90,7 +87,6 @@ class MlxLmAdapter(Adapter):
         dtypes=tuple(MLX_DTYPES), devices=("cpu",), gradients=True,
         black_box="h = input of block 0 in GPT2Model.__call__; offset from an mlx-lm KVCache holding "
                   "past_length entries; logits = wte.as_linear(h)")
-    WAIVERS = WAIVERS_PATH
     FULL_FORWARD = False  # True: record block 0's input and run the complete forward
 
     @classmethod

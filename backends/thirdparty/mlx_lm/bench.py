@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from backends.thirdparty.mlx_lm.adapter import _Stop
-from conformance.bench.native import NativeBench
+from gpt2_conformance.backends.thirdparty.mlx_lm.adapter import _Stop
+from gpt2_conformance.api.bench import NativeBench
 
 
 def native_available(device: str) -> tuple[bool, str]:

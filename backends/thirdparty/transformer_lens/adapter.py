@@ -44,7 +44,6 @@ torch as a tensor size: torch rejects negative and fractional sizes but reads Tr
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -53,13 +52,12 @@ import torch
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
 
-from backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
-from conformance import gpt2
-from conformance.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 _CONSTRUCTION_SEED = 0  # the head's W_U (not set by load_tables) is the same in every adapter
-WAIVERS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "waivers.toml")
 
 
 def tl_config(n_embd: int, dtype: torch.dtype = torch.float32) -> HookedTransformerConfig:
@@ -87,7 +85,6 @@ class TransformerLensAdapter(TorchBlackBoxAdapter):
         black_box="h = the residual stream entering block 0 (blocks.0.hook_resid_pre), via "
                   "HookedTransformer.forward(stop_at_layer=0); offset from a "
                   "TransformerLensKeyValueCache holding past_length entries; logits = unembed(h)")
-    WAIVERS = WAIVERS_PATH
     FULL_FORWARD = False  # True: run every block (run_with_cache) and read blocks.0.hook_resid_pre
     PARAMETER_PREFIXES = ("embed.", "pos_embed.", "unembed.")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from backends.thirdparty import torch_bench
+from gpt2_conformance.backends.thirdparty import torch_bench
 
 
 def native_available(device: str) -> tuple[bool, str]:

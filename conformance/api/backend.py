@@ -1,0 +1,64 @@
+"""What a built-in backend declares about itself: one entry, `BACKEND = Backend(...)`, in its
+folder's __init__.py. The entry is plain data (importing it imports no framework), and
+gpt2_conformance.registry is the one place that reads the entries; the CLI's `list`, `run
+--backend all`, the bench, the third-party reports and the tests that check tox.ini, the
+pyproject extras and the README against them all go through it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+REFERENCE, JUDGED = "reference", "judged"  # our own implementations; ones we did not write
+KINDS = (REFERENCE, JUDGED)
+WORKLOAD_KINDS = ("forward", "backward", "logits")  # what a bench mode can time (a decode step: forward + logits)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # what users type: `--backend NAME`
+    adapter: str  # "module:factory", the module relative to the backend's folder
+    requires: tuple[str, ...]  # modules it imports: without one, `run --backend all` skips it, saying so
+    kind: str  # REFERENCE or JUDGED (judged as it is, with waivers and a report of its own)
+    extra: str  # the pyproject extra that installs what it needs (pip install "gpt2-conformance[EXTRA]"); "" the core install
+    waivers: str = ""  # the waiver file in the folder (JUDGED backends)
+    # bench: its own hooks module in the folder ("bench") and its modes, each with the workload
+    # kinds it times (all of WORKLOAD_KINDS where empty); without modes, the bench times the
+    # adapter's native hooks (native_bench in that module) and the Adapter API
+    bench: str = ""
+    bench_modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    package: str = ""  # the folder as a module name; filled in by the registry
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"backend {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        module, sep, attr = self.adapter.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"backend {self.name!r}: adapter {self.adapter!r} must have the form module:factory")
+        for mode, kinds in self.bench_modes.items():
+            unknown = set(kinds) - set(WORKLOAD_KINDS)
+            if unknown:
+                raise ValueError(f"backend {self.name!r}: bench mode {mode!r} names unknown kinds {sorted(unknown)}")
+
+    @property
+    def adapter_spec(self) -> str:
+        """The adapter as an importable "package.module:factory"."""
+        module, _, attr = self.adapter.partition(":")
+        return f"{self.package}.{module}:{attr}"
+
+    @property
+    def bench_module(self) -> str:
+        return f"{self.package}.{self.bench}" if self.bench else ""
+
+    def waivers_path(self) -> str | None:
+        if not self.waivers:
+            return None
+        import importlib.util
+
+        folder = os.path.dirname(importlib.util.find_spec(self.package).origin)
+        return os.path.join(folder, self.waivers)
+
+    def times(self, mode: str, kind: str) -> bool:
+        """Whether bench mode `mode` times workloads of `kind` (modes it does not list: all)."""
+        kinds = self.bench_modes.get(mode)
+        return not kinds or kind in kinds

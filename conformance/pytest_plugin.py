@@ -1,0 +1,18 @@
+"""The pytest plugin's entry point (`pytest11: gpt2_conformance`), loaded into every pytest
+session of an environment that has the suite installed. So it does nothing but register the
+suite's options, each behind the `--gpt2c-` prefix (a project's own `--device` or `--backend`
+stays its own), and imports nothing: the suite's hooks and fixtures live in
+gpt2_conformance/suite/conftest.py, which pytest loads only when it collects the suite.
+
+    pytest --pyargs gpt2_conformance.suite --gpt2c-backend numpy
+    pytest --pyargs gpt2_conformance.suite --gpt2c-adapter mypkg.gpt2:make_adapter --gpt2c-device gpu
+"""
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gpt2-conformance", "gpt2-conformance (used only when the suite is collected)")
+    group.addoption("--gpt2c-backend", help="built-in or installed backend name (gpt2-conformance list)")
+    group.addoption("--gpt2c-adapter", help="adapter factory as package.module:factory")
+    group.addoption("--gpt2c-device", default="cpu", choices=("cpu", "gpu"), help="device to run on (default cpu)")
+    group.addoption("--gpt2c-checkpoint", help="GOLDEN clauses: load wte/wpe from this GPT-2 checkpoint "
+                    "(.safetensors, torch .bin, TF model.ckpt, .npz, .gguf) instead of the shipped real data")

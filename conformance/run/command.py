@@ -1,0 +1,167 @@
+"""`gpt2-conformance run`: the suite on one backend (or all of them) and its scorecard.
+
+A built-in backend is run from its registry entry alone: this process imports no framework,
+the suite's child process imports it once and also reports the adapter's description and the
+run's parity fingerprint (gpt2_conformance/run/events.py). `--backend all` runs the backends in
+parallel processes (`--jobs`, default: this machine's cores) and prints their scorecards in the
+registry's order, whatever order they finish in."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+import tempfile
+import time
+
+from gpt2_conformance import registry
+from gpt2_conformance import results as res
+from gpt2_conformance import spec
+from gpt2_conformance.api.machine import cores
+from gpt2_conformance.run import console, parity, report, runner, waivers
+
+
+def add_parser(sub) -> None:
+    run = sub.add_parser("run", help="run the suite on one backend, or all")
+    target = run.add_mutually_exclusive_group(required=True)
+    target.add_argument("--backend", help="backend name (see `gpt2-conformance list`), or `all`")
+    target.add_argument("--adapter", help="adapter factory as package.module:factory")
+    run.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    run.add_argument("--report-dir", help="write JSON, JUnit XML and Markdown reports (and the logs) here")
+    run.add_argument("--waivers", help="TOML file of expected deviations (default: the backend's own waiver file, "
+                     "or the adapter's WAIVERS attribute)")
+    run.add_argument("--timeout", type=float, default=runner.DEFAULT_TEST_TIMEOUT,
+                     help="seconds per test before it is failed as hung (default %(default)s)")
+    run.add_argument("--jobs", type=int, default=None, help="child processes at once (default: this machine's "
+                     "cores): with --backend all, backends side by side; with one backend, its suite split over them")
+    run.add_argument("--checkpoint", help="GOLDEN clauses: use this GPT-2 checkpoint's tables "
+                     "(default: the shipped real wpe and known wte values)")
+    run.add_argument("--verbose", action="store_true", help="show the frameworks' own output (TensorFlow's "
+                     "absl/oneDNN lines, ...) on the console; by default it goes to the run's log file")
+
+
+def run(args) -> int:
+    if not args.timeout > 0:
+        return _usage(f"--timeout must be > 0, got {args.timeout}")
+    if args.jobs is not None and args.jobs < 1:
+        return _usage(f"--jobs must be >= 1, got {args.jobs}")
+    if args.backend == "all":
+        return _run_all(args)
+    name = args.backend or args.adapter
+    try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
+        waiver_list = _waivers(name, args, _log_dir(args))
+    except (ImportError, LookupError, ValueError) as exc:  # WaiverFileError is a ValueError
+        return _usage(str(exc))
+    return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
+
+
+def _usage(message: str) -> int:
+    print(f"gpt2-conformance: error: {message}", file=sys.stderr)
+    return res.EXIT_USAGE
+
+
+_LOG_DIRS: dict[int, str] = {}
+
+
+def _log_dir(args) -> str:
+    """--report-dir, else one new temporary folder for this run (concurrent runs never share one)."""
+    if args.report_dir:
+        os.makedirs(args.report_dir, exist_ok=True)
+        return args.report_dir
+    return _LOG_DIRS.setdefault(id(args), tempfile.mkdtemp(prefix="gpt2-conformance-"))
+
+
+def _spec_of(name: str, args) -> str | None:
+    """The adapter spec to import for `name`: --adapter's, or a module:factory given to --backend."""
+    if args.adapter:
+        return args.adapter
+    return name if ":" in name else None
+
+
+def _waivers(name: str, args, log_dir: str) -> list:
+    """The waivers that apply: --waivers, else the built-in's own file (its registry entry), else
+    the WAIVERS attribute of an --adapter (imported here, its native output to the log). A
+    built-in whose framework is missing is a usage error with the install hint."""
+    spec = _spec_of(name, args)
+    if spec is None:
+        found = registry.entry(name)
+        if found is None:
+            registry.resolve(name)  # an installed plug-in resolves; anything else raises LookupError
+        else:
+            lacking = registry.missing_framework(name)
+            if lacking:
+                hint = f"pip install 'gpt2-conformance[{found.extra}]'" if found.extra else "reinstall gpt2-conformance"
+                raise ImportError(f"backend {name}: {lacking} is not installed ({hint})")
+        path = args.waivers or registry.waivers_file(name)
+    else:
+        with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)):
+            factory = registry.load_object(spec)
+        path = args.waivers or registry.waivers_file(spec, factory)
+    return waivers.load(path) if path else []
+
+
+def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResult:
+    """One backend: its suite split over --jobs child processes (default: the cores)."""
+    result = _judge(name, args, waiver_list, log_dir, shards=args.jobs or cores())
+    print(report.scorecard(result), flush=True)
+    _write_reports(result, args)
+    return result
+
+
+def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) -> res.SuiteResult:
+    log = console.log_path(log_dir, name, args.device)
+    result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
+                                checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=True,
+                                shards=shards)
+    result.environment.setdefault("implementation", name)
+    result.environment["log"] = log
+    waivers.apply(result, waiver_list)
+    if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
+        result.parity = {"error": "not computed: the backend did not run" if result.error else
+                         "not computed: nothing was checked in this run"}
+    return result
+
+
+def _write_reports(result: res.SuiteResult, args) -> None:
+    if args.report_dir:
+        for path in report.write_all(result, args.report_dir):
+            print(f"wrote {path}")
+    print(f"log: {result.environment['log']}")
+
+
+def _run_all(args) -> int:
+    """Every backend, each in its own child processes (one framework's crash, hang or import
+    error cannot take the others down), `--jobs` at a time; scorecards in the registry's order."""
+    start = time.perf_counter()
+    log_dir = _log_dir(args)
+    todo, missing = [], {}
+    for name in registry.available():
+        lacking = registry.missing_framework(name)
+        if lacking:
+            missing[name] = lacking
+            print(f"gpt2-conformance: backend {name}: not installed ({lacking} is not importable)")
+        else:
+            todo.append(name)
+    jobs = args.jobs or cores()
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1))) as pool:
+        futures = [pool.submit(_judge_named, name, args, log_dir) for name in todo]
+        for future in futures:  # in submission order: the output does not depend on which finishes first
+            result = future.result()
+            print(report.scorecard(result), flush=True)
+            _write_reports(result, args)
+            results.append(result)
+    print("\n" + report.matrix(results, missing))
+    print("\n" + parity.table_from_fingerprints({r.backend: r.parity for r in results}))
+    print(f"\nall backends: {time.perf_counter() - start:.0f} s with --jobs {jobs}")
+    return res.combined_exit_code([r.exit_code for r in results])
+
+
+def _judge_named(name: str, args, log_dir: str) -> res.SuiteResult:
+    try:
+        waiver_list = _waivers(name, args, log_dir)
+    except (ImportError, LookupError, ValueError) as exc:
+        result = res.SuiteResult(name, args.device, spec.SPEC_VERSION, res.aggregate([]), 0.0, error=str(exc))
+        result.environment["log"] = console.log_path(log_dir, name, args.device)
+        return result
+    return _judge(name, args, waiver_list, log_dir)

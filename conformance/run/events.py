@@ -1,0 +1,173 @@
+"""The JSON lines a suite child writes and its parent reads: one place for both ends.
+
+The child (pytest with `-p gpt2_conformance.run.events --gpt2c-results FILE`) appends, each line
+flushed and synced so that a test that kills the interpreter still leaves every earlier one:
+
+    {"event": "collected", "clauses": {nodeid: clause}}   the tests this pass will run
+    {"event": "start", "nodeid"}                          a test begins
+    {"event": "result", "nodeid", "clause", "outcome", "message", "duration"}
+    {"event": "session", "implementation", "parity"}      after the last test (--gpt2c-parity)
+
+so the parent knows which test was in flight when a child died, and needs no second process
+for what the child already has in memory: the adapter's description and the run's parity
+fingerprint (gpt2_conformance.run.parity), computed on the framework this child imported."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import pytest
+
+from gpt2_conformance.results import TestOutcome
+from gpt2_conformance.runtime.hooks import outcome_of
+
+
+class EventsWriter:
+    """Appends the events of one pytest session to `path`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._pending: dict[str, dict] = {}
+
+    def write(self, record: dict) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.write({"event": "start", "nodeid": nodeid})
+
+    def pytest_runtest_logreport(self, report):
+        props = dict(report.user_properties)
+        if "gpt2c_clause" not in props:
+            return
+        rec = self._pending.setdefault(report.nodeid, {"event": "result", "nodeid": report.nodeid,
+                                                       "clause": props["gpt2c_clause"], "outcome": "passed",
+                                                       "message": "", "duration": 0.0})
+        rec["duration"] += report.duration
+        if report.outcome != "passed" and rec["outcome"] == "passed":
+            rec["outcome"], rec["message"] = outcome_of(report), props.get("gpt2c_message", "")
+        if report.when == "teardown":
+            self.write(self._pending.pop(report.nodeid))
+
+
+    def pytest_collection_finish(self, session):
+        clauses = {i.nodeid: i.get_closest_marker("clause").args[0] for i in session.items
+                   if i.get_closest_marker("clause")}
+        self.write({"event": "collected", "clauses": clauses})
+
+    def pytest_sessionfinish(self, session):
+        config = session.config
+        factory = getattr(config, "_gpt2c_factory", None)
+        if factory is None:
+            return
+        record = {"event": "session", "implementation": implementation(factory)}
+        if config.getoption("--gpt2c-parity"):
+            record["parity"] = _bounded_fingerprint(factory, config.getoption("--gpt2c-device"),
+                                                    config.getoption("timeout", None))
+        self.write(record)
+
+
+def implementation(factory) -> str:
+    """The adapter's own description (implementation() where it has one, e.g. "transformers 5.24.0
+    GPT2LMHeadModel (torch 2.13.0)"), else its class."""
+    describe = getattr(factory, "implementation", None)
+    try:
+        return describe() if callable(describe) else f"{factory.__module__}:{factory.__qualname__}"
+    except Exception as exc:  # noqa: BLE001 - a description must never cost the run
+        return f"{getattr(factory, '__qualname__', repr(factory))} (implementation() raised {type(exc).__name__})"
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _bounded_fingerprint(factory, device: str, timeout: float | None) -> dict:
+    """The parity fingerprint, within the run's per-test timeout (a hang in native code that no
+    signal interrupts is the parent's watchdog's to end)."""
+    import signal
+
+    from gpt2_conformance.run import parity
+
+    def expire(signum, frame):
+        raise _TimedOut()
+
+    seconds = max(int(timeout or 0), 0)
+    previous = signal.signal(signal.SIGALRM, expire) if seconds else None
+    if seconds:
+        signal.alarm(seconds)
+    try:
+        return parity.fingerprint_of(factory, device)
+    except _TimedOut:
+        return {"error": f"not computed: the adapter took longer than --timeout {seconds} s"}
+    except Exception as exc:  # noqa: BLE001 - the adapter's failure is in the clauses already
+        return {"error": f"not computed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]}
+    finally:
+        if seconds:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gpt2-conformance")
+    group.addoption("--gpt2c-results", help="append one JSON line per test event to this file (used by the CLI)")
+    group.addoption("--gpt2c-parity", action="store_true", help="with --gpt2c-results: the run's parity fingerprint too")
+    group.addoption("--gpt2c-shard", default="0/1", help="I/N: run every N-th test of the suite, from the I-th "
+                    "(the CLI splits one backend's suite over the machine's cores this way)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    index, _, count = config.getoption("--gpt2c-shard").partition("/")
+    index, count = int(index), int(count or 1)
+    if count <= 1:
+        return
+    keep, drop = [], []
+    for i, item in enumerate(items):
+        (keep if i % count == index else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_sessionstart(session):
+    path = session.config.getoption("--gpt2c-results")
+    if path:
+        session.config.pluginmanager.register(EventsWriter(path), "gpt2c-events-writer")
+
+
+@dataclass
+class Pass:
+    """What one child pass left in its events file."""
+
+    done: dict[str, TestOutcome] = field(default_factory=dict)  # nodeid -> outcome of every finished test
+    in_flight: str | None = None  # the test that started and never finished
+    collected: dict[str, str] | None = None  # nodeid -> clause, once collection finished
+    session: dict | None = None  # the session event, if the child got that far
+
+
+def read(path: str) -> Pass:
+    """The events of one pass. A last line cut by a crash is ignored."""
+    out = Pass()
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break
+            event = json.loads(line)
+            kind = event["event"]
+            if kind == "start":
+                out.in_flight = event["nodeid"]
+            elif kind == "result":
+                out.done[event["nodeid"]] = TestOutcome(event["nodeid"], event["clause"], event["outcome"],
+                                                        event["message"], event["duration"])
+                out.in_flight = None
+            elif kind == "collected":
+                out.collected = event["clauses"]
+            elif kind == "session":
+                out.in_flight, out.session = None, event
+    return out

@@ -1,0 +1,238 @@
+"""Running the suite and collecting clause verdicts.
+
+run_in_process(factory): pytest.main in this process with the factory injected (fast; used
+by the kill matrix and tests). run_backend(name): pytest in a child process that appends a
+JSON line per test, watched by this process, so an adapter that crashes the interpreter or
+hangs inside native code costs one FAIL, not the run: the test in flight is recorded as a
+FAIL with the reason and the child is restarted without the tests already done.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import io
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from gpt2_conformance import registry
+from gpt2_conformance import results as res
+from gpt2_conformance import spec
+from gpt2_conformance.run import events as events_file
+from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
+
+SUITE = "gpt2_conformance.suite"
+DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
+HANG_GRACE = 30.0  # extra seconds before the watchdog kills a child stuck in native code
+
+
+class _Collector:
+    def __init__(self):
+        self.outcomes: dict[str, res.TestOutcome] = {}
+
+    def pytest_runtest_logreport(self, report):
+        props = dict(report.user_properties)
+        if "gpt2c_clause" not in props:
+            return
+        current = self.outcomes.setdefault(report.nodeid, res.TestOutcome(report.nodeid, props["gpt2c_clause"], "passed"))
+        current.duration += report.duration
+        if report.outcome != "passed" and current.outcome == "passed":
+            current.outcome, current.message = outcome_of(report), props.get("gpt2c_message", "")
+
+
+def _versions(modules) -> dict[str, str]:
+    """package -> installed version for the distributions providing `modules` (read from the
+    installed metadata: nothing is imported), plus this suite's own and numpy's."""
+    from importlib import metadata
+
+    providers = metadata.packages_distributions()
+    dists = {"gpt2-conformance", "numpy"}
+    for module in modules:
+        dists.update(providers.get(module.split(".")[0], ()))
+    out = {}
+    for dist in sorted(dists):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _device_name(device: str) -> str:
+    """The CPU model or the GPU's name (nvidia-smi), "?" where neither can be read."""
+    if device == "gpu":
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=20)
+            names = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()]
+            return names[0] if out.returncode == 0 and names else "?"
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return model or platform.processor() or platform.machine() or "?"
+
+
+def environment(checkpoint: str | None = None, device: str = "cpu", modules=()) -> dict:
+    """What tells one run from another when reports of many machines are merged: host, device,
+    versions of the frameworks `modules` come from, golden data."""
+    import numpy
+
+    from gpt2_conformance.golden import data
+
+    return {"python": platform.python_version(), "platform": platform.platform(), "numpy": numpy.__version__,
+            "host": platform.node(), "device_name": _device_name(device), "versions": _versions(modules),
+            "golden_data": data.describe(checkpoint)}
+
+
+def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=()) -> res.SuiteResult:
+    """The suite on `factory` in this process; pytest's own output is swallowed."""
+    collector = _Collector()
+    args = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--gpt2c-device", device, *extra_args]
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = __import__("pytest").main(args, plugins=[InjectedFactory(factory, label), collector])
+    error = "" if code in (0, 1) else f"pytest exited with {code}: {out.getvalue()[-2000:]}"
+    return res.SuiteResult(label or getattr(factory, "__name__", repr(factory)), device, spec.SPEC_VERSION,
+                           res.aggregate(list(collector.outcomes.values())), time.perf_counter() - start,
+                           environment(device=device, modules=[type(factory).__module__, getattr(factory, "__module__", "")]),
+                           error, created=_now())
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
+                adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE,
+                checkpoint: str | None = None, log_path: str | None = None, echo: bool = False,
+                parity: bool = False, shards: int = 1) -> res.SuiteResult:
+    """The suite on a backend in child processes (see module docstring). `checkpoint`: the
+    GOLDEN clauses use that checkpoint's tables instead of the shipped real data. `parity`: the
+    child also computes the run's parity fingerprint after the last clause (result.parity).
+    `shards`: the suite split over that many child processes at once (every N-th test each), for
+    a verdict in a fraction of the time on a machine with idle cores. The children's own output
+    (pytest's, the frameworks' logging) is appended to `log_path` if given, and echoed to stderr
+    with `echo`; it never reaches the console otherwise."""
+    target = ["--gpt2c-adapter", adapter_spec] if adapter_spec else ["--gpt2c-backend", name]
+    golden = ["--gpt2c-checkpoint", checkpoint] if checkpoint else []
+    # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
+    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "-s", "--tb=short", "-p", "gpt2_conformance.run.events",
+            "--gpt2c-device", device, *target, *golden, *extra_args]
+    start = time.perf_counter()
+    shards = max(1, shards)
+    args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *(["--gpt2c-parity"] if parity and i == 0 else [])]
+            for i in range(shards)]
+    log_lock = threading.Lock()
+    if shards == 1:
+        passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock)]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=shards) as pool:
+            passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock), args))
+    outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
+    error = next((p.error for p in passes if p.error), "")
+    session = passes[0].session
+    result = res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
+                             time.perf_counter() - start,
+                             environment(checkpoint, device, registry.requires(name, adapter_spec)), error,
+                             created=_now())
+    if session and session.get("implementation"):
+        result.environment["implementation"] = session["implementation"]
+    if parity:
+        result.parity = (session or {}).get("parity") or {"error": "not computed: the backend did not run"}
+    return result
+
+
+@dataclass
+class _Passes:
+    outcomes: dict = field(default_factory=dict)  # nodeid -> TestOutcome
+    session: dict | None = None
+    error: str = ""
+
+
+def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: str | None, echo: bool,
+            log_lock: threading.Lock) -> _Passes:
+    """One shard: pytest children until every test it collected has a verdict. A child that dies
+    in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
+    the rest."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    out = _Passes()
+    clauses: dict[str, str] | None = None  # nodeid -> clause of every test, from the first collection
+    with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:
+        for attempt in range(1000):  # each pass finishes >= 1 test or the session, or stops
+            events = os.path.join(tmp, f"events-{attempt}.jsonl")
+            deselect = [a for nodeid in out.outcomes for a in ("--deselect", nodeid)]
+            cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
+                   "--timeout", str(test_timeout), "-o", "timeout_func_only=true", *deselect]
+            child_log = os.path.join(tmp, f"output-{attempt}.log")
+            with open(child_log, "w") as log:  # a file, not a pipe: a chatty child must never block on it
+                child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+                hung = _watch(child, events, test_timeout + hang_grace)
+            with open(child_log, errors="replace") as log:
+                output = log.read()
+            with log_lock:
+                if log_path:
+                    with open(log_path, "a", encoding="utf-8") as log:
+                        log.write(f"--- pytest child, pass {attempt + 1}: {' '.join(cmd)}\n{output}\n")
+                if echo:
+                    sys.stderr.write(output)
+            this = events_file.read(events)
+            out.outcomes.update(this.done)
+            clauses = this.collected if clauses is None else clauses
+            out.session = this.session or out.session
+            if this.in_flight is not None:
+                # it died in a test: that test FAILs and the rest run on; when it was the last, one
+                # more pass (every test deselected) ends the session: the implementation and parity
+                reason = (f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed" if hung
+                          else f"crashed: the test process died ({_death(child.returncode)}) during this test")
+                out.outcomes[this.in_flight] = res.TestOutcome(this.in_flight, (clauses or {}).get(this.in_flight, ""),
+                                                               "failed", reason)
+                continue
+            if clauses is None:  # it never collected the suite: nothing was judged
+                out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
+            elif out.session is None:  # every test judged, then it died finishing the session
+                why = "hung" if hung else f"died ({_death(child.returncode)})"
+                out.session = {"parity": {"error": f"not computed: the test process {why} while computing it"}}
+            elif child.returncode not in (0, 1, 5):  # 5: no test left, every one judged in earlier passes
+                out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
+            break
+    return out
+
+
+def _death(returncode: int) -> str:
+    """How a child died: the signal by name (a segfault in native code is SIGSEGV), else the code."""
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
+    """Wait for the child; kill it if the events file shows no progress for `limit` s.
+    Returns True when it was killed for hanging."""
+    last_size, last_change = -1, time.monotonic()
+    while child.poll() is None:
+        size = os.path.getsize(events) if os.path.exists(events) else 0
+        if size != last_size:
+            last_size, last_change = size, time.monotonic()
+        elif time.monotonic() - last_change > limit:
+            child.kill()
+            child.wait()
+            return True
+        time.sleep(0.2)
+    return False

@@ -1,0 +1,66 @@
+"""Expected deviations of a third-party implementation, kept by whoever adopts the suite
+(like array-api-tests' xfail files): one TOML file per implementation.
+
+    implementation = "transformers GPT2LMHeadModel"
+    [[waiver]]
+    clause = "BOUNDS-MESSAGE"
+    reason = "nn.Embedding's IndexError says 'index out of range in self', not the value"
+    link = "https://github.com/pytorch/pytorch/issues/NNNN"   # tracker issue or source line
+
+A waived clause that fails shows as "DEVIATION (WAIVED)" and does not fail the gate; a waiver
+whose clause no longer fails is reported as stale, so the file cannot rot silently.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+
+from gpt2_conformance import results as res
+from gpt2_conformance import spec
+
+
+class WaiverFileError(ValueError):
+    """A waiver file that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Waiver:
+    clause: str
+    reason: str
+    link: str
+
+
+def load(path: str) -> list[Waiver]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise WaiverFileError(f"waiver file {path}: {exc}") from exc
+    waivers = []
+    for i, entry in enumerate(data.get("waiver", [])):
+        where = f"waiver file {path}, entry {i + 1}"
+        missing = [k for k in ("clause", "reason", "link") if not str(entry.get(k, "")).strip()]
+        if missing:
+            raise WaiverFileError(f"{where}: {', '.join(missing)} missing (every waiver needs clause, reason, link)")
+        if entry["clause"] not in spec.BY_ID:
+            raise WaiverFileError(f"{where}: unknown clause {entry['clause']!r}")
+        if not entry["link"].startswith("https://"):
+            raise WaiverFileError(f"{where}: link {entry['link']!r} must be an https:// tracker issue or source line")
+        waivers.append(Waiver(entry["clause"], entry["reason"], entry["link"]))
+    return waivers
+
+
+def apply(result: res.SuiteResult, waivers: list[Waiver]) -> res.SuiteResult:
+    """FAIL -> WAIVED for waived clauses; waivers whose clause did not fail become stale."""
+    by_clause = {w.clause: w for w in waivers}
+    for c in result.clauses:
+        waiver = by_clause.get(c.clause.id)
+        if waiver is None:
+            continue
+        if c.status == res.FAIL:
+            c.status, c.message = res.WAIVED, f"{c.message} [waived: {waiver.reason} {waiver.link}]"
+            c.waiver = {"reason": waiver.reason, "link": waiver.link}
+        else:
+            result.stale_waivers.append(f"{c.clause.id} is waived ({waiver.link}) but did not fail ({c.status})")
+    return result

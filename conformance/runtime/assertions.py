@@ -1,0 +1,159 @@
+"""Assertion helpers. Every failure is one line that names the call, the input, and
+expected vs actual, e.g.
+
+  h[0, 3, 17]=0.0123 but should be 0.0456 [embed(ids=int64[2, 5] in [0, 50256], past_length=3)]; 12 of 7680 differ, max |diff| 0.033
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpt2_conformance.api.gpt2 import N_VOCAB
+
+
+def describe_ids(ids: np.ndarray) -> str:
+    from gpt2_conformance.runtime.strategies import layout_of
+
+    layout = layout_of(ids)
+    text = f"{ids.dtype}{list(ids.shape)}" + (f" {layout}" if layout else "")
+    return text if ids.size == 0 else f"{text} in [{ids.min()}, {ids.max()}]"
+
+
+def describe_call(method: str, ids: np.ndarray | None = None, past_length=None, **more) -> str:
+    parts = []
+    if ids is not None:
+        parts.append(f"ids={describe_ids(ids)}")
+    if past_length is not None:
+        parts.append(f"past_length={past_length!r}")  # repr: np.int64(5) and array(5) show their form
+    parts += [f"{k}={v}" for k, v in more.items()]
+    return f"{method}({', '.join(parts)})"
+
+
+def as_array(out, call: str) -> np.ndarray:
+    """The adapter returned a numpy array (the protocol's only bridge)."""
+    if not isinstance(out, np.ndarray):
+        raise AssertionError(f"{call} returned {type(out).__name__}, but should return numpy.ndarray")
+    return out
+
+
+def as_logits(out, h: np.ndarray, call: str) -> np.ndarray:
+    """The logits as [B, T, V]: a result of the right size in another shape is SHAPE-LOGITS'
+    to judge, not these clauses'."""
+    out = as_array(out, call)
+    want = h.shape[:-1] + (N_VOCAB,)
+    return out.reshape(want) if out.size == int(np.prod(want)) else out
+
+
+def assert_shape(out, shape: tuple, call: str, what: str = "out") -> np.ndarray:
+    out = as_array(out, call)
+    if out.shape != tuple(shape):
+        raise AssertionError(f"{what}.shape={out.shape}, but should be {tuple(shape)} [{call}]")
+    return out
+
+
+def assert_dtype(out: np.ndarray, dtype: str, call: str, what: str = "out") -> None:
+    if out.dtype.name != dtype:
+        raise AssertionError(f"{what}.dtype={out.dtype.name}, but should be {dtype} [{call}]")
+
+
+def _num(x) -> str:
+    return f"{float(x):.9g}"
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _index(what: str, idx: tuple) -> str:
+    return f"{what}[{', '.join(map(str, idx))}]"
+
+
+def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h", note: str = "") -> None:
+    """Same shape and the same bits (NaN and -0.0 included): the float32 embedding rule."""
+    actual = assert_shape(actual, expected.shape, call, what)
+    a = np.ascontiguousarray(actual, dtype=expected.dtype)
+    if a.dtype != actual.dtype:
+        raise AssertionError(f"{what}.dtype={actual.dtype}, but should be {expected.dtype} [{call}]")
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    differ = a.view(bits) != np.ascontiguousarray(expected).view(bits)
+    if differ.any():
+        idx = _first(differ)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(a.astype(np.float64) - expected.astype(np.float64))
+        worst = np.nanmax(diff) if np.isfinite(diff).any() else np.nan
+        extra = f" ({note})" if note else ""
+        raise AssertionError(
+            f"{_index(what, idx)}={_num(a[idx])} but should be {_num(expected[idx])}{extra} [{call}]; "
+            f"{int(differ.sum())} of {differ.size} elements differ, max |diff| {worst:.3g}, "
+            f"{int(np.isnan(a).sum())} NaN"
+        )
+
+
+def assert_within(actual, expected: np.ndarray, bound: np.ndarray, call: str, what: str = "logits", rule: str = "") -> None:
+    """|actual - expected| <= bound elementwise (bound derived in numerics/oracle)."""
+    actual = assert_shape(actual, expected.shape, call, what)
+    err = np.abs(actual.astype(np.float64) - expected)
+    bad = ~(err <= bound)  # NaN counts as bad
+    if bad.any():
+        ratio = np.where(bad, np.nan_to_num(err / np.maximum(bound, 1e-300), nan=np.inf), 0)
+        idx = tuple(int(i) for i in np.unravel_index(np.argmax(ratio), ratio.shape))
+        raise AssertionError(
+            f"{_index(what, idx)}={_num(actual[idx])} but should be {_num(expected[idx])} "
+            f"+- {float(bound[idx]):.3g}{' (' + rule + ')' if rule else ''} [{call}]; "
+            f"{int(bad.sum())} of {bad.size} elements outside, worst |err|/bound {float(ratio[idx]):.3g}"
+        )
+
+
+def describe_returned(out) -> str:
+    """What came back from a call that should have raised: shape, NaN and zero rows."""
+    if not isinstance(out, np.ndarray):
+        return f"returned {type(out).__name__}"
+    text = f"returned {out.dtype}{list(out.shape)}"
+    if out.ndim == 3 and out.size:
+        rows = out.reshape(-1, out.shape[-1]).astype(np.float64)
+        nan_rows = int(np.isnan(rows).any(axis=1).sum())
+        zero_rows = int((rows == 0).all(axis=1).sum())
+        text += f" with {nan_rows} NaN row(s) and {zero_rows} all-zero row(s)"
+    return text
+
+
+def assert_raises(fn, call: str, why: str) -> BaseException:
+    """fn() must raise (any Exception); returns it. `why` is the rule, for the message."""
+    from gpt2_conformance.runtime.guard import SuiteError
+
+    try:
+        out = fn()
+    except SuiteError:
+        raise  # the suite's own failure (a call outside the claims) is never the raise asked for
+    except Exception as exc:  # noqa: BLE001 - any exception is a raise; BOUNDS-MESSAGE judges its kind
+        return exc
+    raise AssertionError(f"{call} {describe_returned(out)}, but should raise ({why})")
+
+
+def changed_row(table: np.ndarray, row: int, seed: int) -> np.ndarray:
+    """A copy of `table` whose row `row` moved by 0.5 to 1.5 in every element: far more than any
+    rounding of a sum with a row of the other table, so every element of h that reads it moves."""
+    out = table.copy()
+    out[row] += np.float32(0.5) + np.random.default_rng(seed).random(table.shape[1], dtype=np.float32)
+    return out
+
+
+def assert_moves_exactly_at(before: np.ndarray, after: np.ndarray, where: np.ndarray, call: str, why: str) -> None:
+    """h changed in every element of the rows where `where` [B, T] is True, and nowhere else."""
+    before, after = np.asarray(before), as_array(after, call)
+    for h in (before, after):
+        if h.shape[:-1] != where.shape or h.dtype != np.float32:
+            raise AssertionError(f"h is {h.dtype}{list(h.shape)}, but should be float32{list(where.shape)} + [d] [{call}]")
+    moved = (after.view(np.uint32) != before.view(np.uint32))
+    stray = moved & ~where[..., None]
+    if stray.any():
+        b, t, j = (int(i) for i in np.argwhere(stray)[0])
+        raise AssertionError(f"h[{b}, {t}, {j}] changed from {float(before[b, t, j]):.9g} to {float(after[b, t, j]):.9g} "
+                             f"after {why}, but that row should not be read there [{call}]; "
+                             f"{int(stray.any(-1).sum())} (b, t) rows moved that should not")
+    still = ~moved & where[..., None]
+    if still.any():
+        b, t, j = (int(i) for i in np.argwhere(still)[0])
+        raise AssertionError(f"h[{b}, {t}, {j}]={float(after[b, t, j]):.9g} did not change after {why}, but h must "
+                             f"read that row there [{call}]; {int(still.sum())} of {int(where.sum()) * after.shape[-1]} elements "
+                             "did not move")

@@ -1,0 +1,108 @@
+"""The suite's pytest hooks: resolve the adapter, skip what it does not claim ("not claimed:
+..."), and attach to each test report its clause ID, its outcome (verdicts.classify) and a
+one-line message. Loaded with the fixtures by gpt2_conformance/suite/conftest.py only when pytest
+collects the suite; the options are gpt2_conformance/pytest_plugin.py's.
+
+    pytest --pyargs gpt2_conformance.suite --gpt2c-backend numpy
+    pytest --pyargs gpt2_conformance.suite --gpt2c-adapter mypkg.gpt2:make_adapter --gpt2c-device gpu
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpt2_conformance import spec
+from gpt2_conformance.api.adapter import capabilities_of
+from gpt2_conformance.results import NOT_CLAIMED_PREFIX, UNAVAILABLE_PREFIX
+from gpt2_conformance.runtime.verdicts import classify
+
+
+class InjectedFactory:
+    """Register with pytest.main(plugins=[...]) to run the suite on an object, not a name."""
+
+    def __init__(self, factory, label: str):
+        self.factory, self.label = factory, label
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "clause(id): the spec clause (conformance/spec.py) this test checks")
+    config._gpt2c_factory = config._gpt2c_label = None
+    injected = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, InjectedFactory)), None)
+    if injected is not None:
+        config._gpt2c_factory, config._gpt2c_label = injected.factory, injected.label
+        return
+    name = config.getoption("--gpt2c-adapter") or config.getoption("--gpt2c-backend")
+    if name:
+        from gpt2_conformance import registry
+
+        try:
+            config._gpt2c_factory, config._gpt2c_label = registry.resolve(name), name
+            capabilities_of(config._gpt2c_factory)
+        except (ImportError, LookupError, ValueError, TypeError) as exc:
+            raise pytest.UsageError(f"gpt2-conformance: {exc}") from exc
+
+
+def pytest_collection_modifyitems(config, items):
+    suite_items = [i for i in items if i.get_closest_marker("clause")]
+    for item in suite_items:
+        spec.clause(item.get_closest_marker("clause").args[0])  # unknown IDs fail loudly
+    if suite_items and config._gpt2c_factory is None:
+        raise pytest.UsageError("gpt2-conformance: pass --backend NAME or --adapter package.module:factory")
+
+
+def skip_unless_claimed(capabilities, requirement: str) -> None:
+    if not capabilities.claims(requirement):
+        pytest.skip(f"{NOT_CLAIMED_PREFIX}{requirement}")
+
+
+def skip_unless_buildable(capabilities, n_embd: int, dtype: str) -> None:
+    """An adapter of this size and dtype is claimed (the device is checked at setup)."""
+    skip_unless_claimed(capabilities, f"size:{n_embd}")
+    skip_unless_claimed(capabilities, f"dtype:{dtype}")
+
+
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("clause")
+    if marker is None:
+        return
+    factory = item.config._gpt2c_factory
+    caps = capabilities_of(factory)
+    device = item.config.getoption("--gpt2c-device")
+    skip_unless_claimed(caps, f"device:{device}")
+    available, why = factory.device_available(device) if hasattr(factory, "device_available") else (device == "cpu", "")
+    if not available:
+        pytest.skip(f"{UNAVAILABLE_PREFIX}{why or device}")
+    for requirement in spec.clause(marker.args[0]).requires:
+        skip_unless_claimed(caps, requirement)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    marker = item.get_closest_marker("clause")
+    if marker is None:
+        return
+    report.user_properties.append(("gpt2c_clause", marker.args[0]))
+    if call.excinfo is not None and report.outcome != "passed":
+        if report.skipped:
+            message = str(call.excinfo.value.msg if hasattr(call.excinfo.value, "msg") else call.excinfo.value)
+        else:
+            kind, message = classify(call.excinfo)
+            if call.when != "call":
+                message = f"{call.when} failed: {message}"
+            report.user_properties.append(("gpt2c_outcome", kind))
+        report.user_properties.append(("gpt2c_message", message))
+
+
+def outcome_of(report) -> str:
+    """passed / failed / skipped / error ("error": the suite's own failure, see classify)."""
+    return dict(report.user_properties).get("gpt2c_outcome", report.outcome)
+
+
+def pytest_report_header(config):
+    if config.getoption("--gpt2c-backend") or config.getoption("--gpt2c-adapter") or config._gpt2c_factory:
+        from gpt2_conformance.golden import data
+
+        return f"gpt2-conformance golden data: {data.describe(config.getoption('--gpt2c-checkpoint'))}"
+    return None

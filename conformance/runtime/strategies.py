@@ -1,0 +1,148 @@
+"""Hypothesis strategies for (B, T, past_length, ids) that reach the edges: T = 1 and
+1024, the last position 1023, B up to 64, ids 0, 1, 32767/32768, 65535 (narrow-int casts) and
+50256, and ids in the memory layouts callers pass (Fortran order, strided and reversed views,
+read-only). SPEC.md states these ranges (spec.DRAWN_INPUTS)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from gpt2_conformance.api.gpt2 import N_CTX, N_VOCAB
+
+EDGE_IDS = (0, 1, 2, 255, 256, 32767, 32768, 50255, N_VOCAB - 1)
+# 2**32 and 2**32 + 5 wrap to the valid ids 0 and 5 when int64 ids are narrowed to int32
+# unchecked (JAX without x64 does this silently); int32 draws filter them out
+EDGE_BAD_IDS = (-1, -2, N_VOCAB, N_VOCAB + 1, -N_VOCAB, 65536, 2**31 - 1, -(2**31), 2**32, 2**32 + 5)
+
+token_ids = st.one_of(st.sampled_from(EDGE_IDS), st.integers(0, N_VOCAB - 1))
+
+MAX_BATCH = 64  # the bench times B up to 64; serving stacks pad batches to fixed sizes like it
+LAST_POSITION = N_CTX - 1
+# Clauses about relations (batch rows, decode, chunks, offsets) keep their positions below the
+# last one: whether position 1023 works at all is BOUNDS-LAST-POSITION's (and LOOKUP-EXACT's)
+# to say, and an implementation that fails only there must not fail every relation with it.
+RELATION_MAX_POSITION = N_CTX - 2
+
+# Memory layouts callers hand in: a decode loop's all_ids[:, -1:] is a non-contiguous view,
+# other libraries give Fortran order, np.frombuffer gives read-only arrays.
+LAYOUTS = ("C", "F", "column-view", "every-other", "reversed", "read-only")
+
+
+def in_layout(ids: np.ndarray, layout: str) -> np.ndarray:
+    """The same values as `ids` (C order) in another memory layout."""
+    batch, seq_len = ids.shape
+    if layout == "C":
+        return ids
+    if layout == "F":
+        return np.asfortranarray(ids)
+    if layout == "column-view":  # the last T columns of a wider array, as all_ids[:, -T:]
+        wide = np.zeros((batch, seq_len + 3), ids.dtype)
+        wide[:, 3:] = ids
+        return wide[:, 3:]
+    if layout == "every-other":  # stride 2 along T
+        wide = np.zeros((batch, 2 * seq_len), ids.dtype)
+        wide[:, ::2] = ids
+        return wide[:, ::2]
+    if layout == "reversed":  # negative strides on both axes
+        return np.ascontiguousarray(ids[::-1, ::-1])[::-1, ::-1]
+    if layout == "read-only":
+        out = ids.copy()
+        out.flags.writeable = False
+        return out
+    raise ValueError(f"in_layout: unknown layout {layout!r}; known: {LAYOUTS}")
+
+
+def layout_of(ids: np.ndarray) -> str:
+    """A short tag for messages: "" for a writable C-contiguous array."""
+    tags = []
+    if not ids.flags.c_contiguous:
+        tags.append("F-order" if ids.flags.f_contiguous else f"strides={ids.strides}")
+    if not ids.flags.writeable:
+        tags.append("read-only")
+    return " ".join(tags)
+
+
+@st.composite
+def batch_and_length(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_len: int = N_CTX):
+    """(B, T): B up to 64, T up to max_len for B <= 3, 64 for B <= 16, 8 above (cheap)."""
+    tiers = [st.integers(min_batch, max(min_batch, min(3, max_batch)))]
+    if max_batch > 3:
+        tiers += [st.integers(max(min_batch, 4), min(16, max_batch))]
+    if max_batch > 16:
+        tiers += [st.integers(max(min_batch, 17), max_batch), st.just(max_batch)]
+    batch = draw(st.one_of(*tiers))
+    cap = max_len if batch <= 3 else min(max_len, 64 if batch <= 16 else 8)
+    seq_len = draw(st.one_of(st.just(1), st.integers(1, min(16, cap)), st.integers(1, min(64, cap)),
+                             st.sampled_from([cap, max(cap - 1, 1)]), st.integers(1, cap)))
+    return batch, seq_len
+
+
+@st.composite
+def embed_inputs(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_len: int = N_CTX,
+                 cached: bool | None = None, dtype=np.int64, max_position: int = LAST_POSITION,
+                 max_past: int = N_CTX, layouts: bool = True):
+    """(ids [B, T], past_length) with 1 <= T and past_length + T - 1 <= max_position. cached=True
+    forces past_length > 0, False forces 0, None draws either; a test drawing cached inputs
+    needs kv_cache claimed. T = 0 is SHAPE-EMPTY's alone, so one empty-sequence bug fails one
+    clause rather than every clause that draws inputs. ids come in a drawn memory layout."""
+    top = max_position + 1  # positions past_length .. past_length + T - 1 < top
+    if cached:
+        max_len = min(max_len, top - 1)  # leave room for past_length >= 1
+    batch, seq_len = draw(batch_and_length(max_batch, min_batch, min(max_len, top)))
+    room = min(top - seq_len, max_past)
+    if cached is False or (cached is None and room == 0):
+        past = 0
+    else:
+        lo = 1 if cached else 0
+        # the last valid start, the first, and anything between
+        past = draw(st.one_of(st.just(room), st.just(lo), st.integers(lo, room)))
+    ids = np.ascontiguousarray(draw(hnp.arrays(dtype, (batch, seq_len), elements=token_ids)))
+    layout = draw(st.sampled_from(LAYOUTS)) if layouts else "C"
+    return in_layout(ids, layout), past
+
+
+@st.composite
+def out_of_range_positions(draw, cached: bool = True):
+    """(T, past_length) with past_length + T > 1024, T >= 1, biased to the first bad position."""
+    if not cached:
+        return draw(st.one_of(st.just(N_CTX + 1), st.integers(N_CTX + 1, 2 * N_CTX))), 0
+    seq_len = draw(st.one_of(st.just(1), st.integers(1, 8), st.integers(1, N_CTX + 8)))
+    first_bad = max(N_CTX - seq_len + 1, 0)
+    past = draw(st.one_of(st.just(first_bad), st.integers(first_bad, first_bad + 4),
+                          st.integers(first_bad, 10**6)))
+    return seq_len, past
+
+
+@st.composite
+def ids_with_one_bad(draw, dtype=np.int64):
+    """A valid [B, T] ids array with one out-of-range id at a drawn place."""
+    batch, seq_len = draw(st.integers(1, 3)), draw(st.integers(1, 12))
+    ids = draw(hnp.arrays(dtype, (batch, seq_len), elements=token_ids))
+    info = np.iinfo(dtype)
+    bad = draw(st.one_of(st.sampled_from([b for b in EDGE_BAD_IDS if info.min <= b <= info.max]),
+                         st.integers(N_VOCAB, info.max), st.integers(info.min, -1)))
+    where = (draw(st.integers(0, batch - 1)), draw(st.integers(0, seq_len - 1)))
+    ids = ids.copy()
+    ids[where] = bad
+    return ids, bad
+
+
+@st.composite
+def chunk_splits(draw, seq_len: int):
+    """Sorted split points strictly inside (0, seq_len); may be empty (no split)."""
+    points = draw(st.lists(st.integers(1, max(seq_len - 1, 1)), max_size=6, unique=True))
+    return sorted(p for p in points if 0 < p < seq_len)
+
+
+def suite_settings(max_examples: int = 25):
+    """Deterministic (derandomized, no example database), no deadline: a verdict must not
+    depend on the run or on machine load. Function-scoped fixtures are fine: the suite's
+    adapters are read-only inside a @given test."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,
+                    print_blob=False,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                           HealthCheck.data_too_large, HealthCheck.large_base_example])

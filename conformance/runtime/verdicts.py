@@ -1,0 +1,56 @@
+"""Whose failure is it? A test's exception becomes the implementation's FAIL (an assertion of
+the suite, or an exception the adapter raised) or the suite's own ERROR (its data, its code, a
+call it should not have made), with a one-line message for the scorecard."""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+
+from gpt2_conformance.results import SUITE_ERROR_PREFIX
+from gpt2_conformance.runtime.guard import SuiteError, raised_by_adapter
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its error messages
+_FRAMEWORK_NOISE = ("Traceback", "File \"", "Stack trace", "Exception encountered when calling")
+
+
+def _first_line(exc: BaseException) -> str:
+    """The exception's first meaningful line: frameworks put multi-kilobyte stack traces in
+    their messages (TensorFlow), which belong in the log, not in a one-line verdict."""
+    lines = [ln.strip() for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Exception encountered when calling"):  # Keras: the layer, then the cause
+        return " ".join(lines[:2])[:500]
+    meaningful = [ln for ln in lines if not ln.startswith(_FRAMEWORK_NOISE)]
+    return (meaningful or lines or [""])[0][:500]
+
+
+def _where(exc: BaseException) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    return f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+
+
+def _is_verdict(exc: BaseException) -> bool:
+    """An assertion of the suite (or pytest.fail, a pytest-timeout, hypothesis finding the
+    implementation flaky): the implementation's result, judged."""
+    import hypothesis.errors
+
+    return (isinstance(exc, (AssertionError, hypothesis.errors.Flaky)) or type(exc).__name__ == "Failed")
+
+
+def classify(excinfo) -> tuple[str, str]:
+    """("failed" | "error", one-line message) for a test's exception: "failed" when the
+    implementation is judged (an assertion, or an exception the adapter raised), "error" when
+    the suite itself failed (its data, its code, a call it should not have made)."""
+    exc = excinfo.value
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # hypothesis: several distinct failures
+        exc = exc.exceptions[0]
+    if not isinstance(exc, SuiteError):
+        method = raised_by_adapter(exc)
+        if method:
+            return "failed", f"adapter raised {type(exc).__name__}{_where(exc)}: {_first_line(exc)}"
+        if _is_verdict(exc):
+            return "failed", _first_line(exc)
+    return "error", f"{SUITE_ERROR_PREFIX}{type(exc).__name__}{_where(exc)}: {_first_line(exc)} (the suite's own " \
+                    "failure, not the implementation's)"

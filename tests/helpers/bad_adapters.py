@@ -1,0 +1,47 @@
+"""Adapters that misbehave as adapters (not as GPT-2s): they hang, crash the interpreter or
+return the wrong type. tests/test_runner.py checks that each costs a FAIL with the reason and
+that the run goes on. Imported by the runner's child process through PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+
+TRIGGER = (2, 1)  # ids shape of test_token_by_token_decode's steps: only that test misbehaves
+
+
+class HangsInPython(NumpyAdapter):
+    def embed(self, ids, past_length=0):
+        if ids.shape == TRIGGER:
+            time.sleep(3600)
+        return super().embed(ids, past_length)
+
+
+class HangsInNativeCode(NumpyAdapter):
+    """Blocks SIGALRM like a C extension that never returns to the interpreter, so only the
+    runner's watchdog can stop it."""
+
+    def embed(self, ids, past_length=0):
+        if ids.shape == TRIGGER:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(3600)
+        return super().embed(ids, past_length)
+
+
+class CrashesInterpreter(NumpyAdapter):
+    def embed(self, ids, past_length=0):
+        if ids.shape == TRIGGER:
+            os.abort()  # what a device-side assert or a segfault looks like from outside
+        return super().embed(ids, past_length)
+
+
+class ReturnsList(NumpyAdapter):
+    def embed(self, ids, past_length=0):
+        return super().embed(ids, past_length).tolist()
+
+
+class CpuOnly(NumpyAdapter):
+    """Claims only the CPU; run with --device gpu every clause is not claimed."""

@@ -1,0 +1,43 @@
+"""Adapters that die of a real segmentation fault -- a read of an unmapped address in native
+code, the way a gather without bounds checks (MLX's, see backends/thirdparty/mlx_lm) kills the
+interpreter -- in exactly one clause's tests. Not os.abort (SIGABRT) and not os.kill: the
+kernel delivers SIGSEGV for the bad read itself. tests/test_crash_isolation.py runs them
+through the runner's child processes; imported there by name through PYTHONPATH."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+
+# ids this far outside the table make MLX's CPU gather read unmapped memory (10**7 already
+# did, measured with mlx 0.32.4); only BOUNDS-TOKEN's hypothesis tests draw them
+FAR = 2**24
+
+
+def segfault() -> None:
+    """Read address 0 from C (ctypes.string_at calls strlen on the pointer): SIGSEGV."""
+    ctypes.string_at(0)
+
+
+class SegfaultInAssignRow(NumpyAdapter):
+    """The NumPy reference whose in-place row update dies in native code. Only TIED-STORAGE
+    writes a row, so only that clause's (parametrised, not hypothesis) tests crash."""
+
+    def assign_wte_row(self, index, values):
+        segfault()
+
+
+class SegfaultOnFarIds(NumpyAdapter):
+    """The NumPy reference fronted by an unchecked gather, as in MLX: an id at least FAR
+    outside the table reads unmapped memory before any check runs. Only BOUNDS-TOKEN's
+    hypothesis-driven tests draw such ids (e.g. 2**31 - 1), so the crash lands in the middle
+    of a hypothesis run; every other input gets the reference's answer or its clear error."""
+
+    def embed(self, ids, past_length=0):
+        arr = np.asarray(ids)
+        if arr.dtype.kind in "iu" and arr.size and (arr.max() >= FAR or arr.min() <= -FAR):
+            segfault()
+        return super().embed(ids, past_length)

@@ -1,0 +1,558 @@
+"""The mutant catalogue: one deliberately broken adapter per realistic way to get GPT-2's
+embedding wrong. Each is the NumPy reference with the one wrong line a real port has had.
+tests/test_kill_matrix.py runs the whole suite on each and checks which clauses kill it.
+
+TARGETS names the clauses a mutant is built to fail; the kill matrix also records every
+other clause it fails (reviewed, with the reason, in test_kill_matrix.EXPECTED_KILLS).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.validation import (check_ids_layout, check_past_length, check_positions,
+                                    check_tables, check_token_ids)
+
+
+def _rows(table, index):
+    return np.take(table, index, axis=0)
+
+
+class _Mutant(NumpyAdapter):
+    TARGETS: frozenset = frozenset()
+
+    def positions(self, seq_len, past_length):
+        return past_length + np.arange(seq_len)
+
+    def check(self, ids, past_length):
+        """The reference's checks; mutants that drop a check override this."""
+        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
+        past_length = check_past_length(past_length)
+        check_positions(ids.shape[1], past_length)
+        check_token_ids(ids)
+        return ids, past_length
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        return _rows(self.wte, ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+# -- positions ----------------------------------------------------------------------------
+
+class NoCacheOffset(_Mutant):
+    """Positions restart at 0 with a KV cache: p_t = t."""
+    TARGETS = frozenset({"POSITIONS-OFFSET", "POSITIONS-DECODE", "POSITIONS-CHUNKED"})
+
+    def positions(self, seq_len, past_length):
+        return np.arange(seq_len)
+
+
+class OffsetTwice(_Mutant):
+    """The cache offset is added by the cache object and again by the caller."""
+    TARGETS = frozenset({"POSITIONS-OFFSET", "POSITIONS-DECODE"})
+
+    def positions(self, seq_len, past_length):
+        return 2 * past_length + np.arange(seq_len)
+
+
+class CachedTokensReturnedToo(_Mutant):
+    """With a cache it returns h for the cached positions too, [B, past_length + T, d] (as an
+    implementation that re-embeds the whole sequence it has seen), not [B, T, d]."""
+    TARGETS = frozenset({"SHAPE-H"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        h = super().embed(ids, past_length)
+        if past_length == 0:
+            return h
+        seen = np.zeros((ids.shape[0], past_length, h.shape[-1]), h.dtype)  # the cached positions' rows
+        return np.concatenate([seen, h], axis=1)
+
+
+class OffByOnePositions(_Mutant):
+    """Positions start at 1 (1-based thinking): p_t = past_length + t + 1."""
+    TARGETS = frozenset({"LOOKUP-EXACT", "BOUNDS-LAST-POSITION"})
+
+    def positions(self, seq_len, past_length):
+        return past_length + np.arange(seq_len) + 1
+
+
+class ClampPositions(_Mutant):
+    """No position check; positions clamped at 1023 (what jnp indexing does)."""
+    TARGETS = frozenset({"BOUNDS-POSITION"})
+
+    def check(self, ids, past_length):
+        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
+        check_token_ids(ids)
+        return ids, check_past_length(past_length)
+
+    def positions(self, seq_len, past_length):
+        return np.minimum(past_length + np.arange(seq_len), gpt2.N_CTX - 1)
+
+
+class WrapPositions(ClampPositions):
+    """No position check; positions wrap modulo 1024 (a ring buffer habit)."""
+
+    def positions(self, seq_len, past_length):
+        return (past_length + np.arange(seq_len)) % gpt2.N_CTX
+
+
+class ReversedWpe(_Mutant):
+    """wpe read upside down (a table loaded with a flipped axis)."""
+    TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS"})
+
+    def positions(self, seq_len, past_length):
+        return gpt2.N_CTX - 1 - (past_length + np.arange(seq_len))
+
+
+class SinusoidalPositions(_Mutant):
+    """Vaswani sin/cos position features instead of the learned wpe table."""
+    TARGETS = frozenset({"LOOKUP-LEARNED-POSITIONS", "LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        d = self.config.n_embd
+        pos = (past_length + np.arange(ids.shape[1]))[:, None]
+        angle = pos / np.power(10000.0, 2 * (np.arange(d) // 2) / d)
+        table = np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle)).astype(self.wte.dtype)
+        return _rows(self.wte, ids) + table[None]
+
+
+class BatchRowsMixed(_Mutant):
+    """Gathers with ids transposed and reshaped back: batch rows trade tokens."""
+    TARGETS = frozenset({"LOOKUP-BATCH-INDEPENDENT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        mixed = np.ascontiguousarray(ids.T).reshape(ids.shape)
+        return _rows(self.wte, mixed) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+# -- token ids ----------------------------------------------------------------------------
+
+class NarrowIdCast(_Mutant):
+    """ids cast to int16 before the gather: ids >= 32768 wrap negative, then to the end. Both
+    id dtypes go the same wrong way, so int32 and int64 still agree (LOOKUP-ID-DTYPES passes)."""
+    TARGETS = frozenset({"LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        return super().embed(ids.astype(np.int16), past_length)
+
+    def check(self, ids, past_length):
+        if ids.dtype == np.int16:
+            return ids, past_length  # second pass through embed, already checked
+        return super().check(ids, past_length)
+
+
+class Int32IdsNarrowed(_Mutant):
+    """int32 ids take a "compact" path that stores them as int16: ids >= 32768 wrap, int64 ids
+    are right (a dtype-dependent fast path)."""
+    TARGETS = frozenset({"LOOKUP-ID-DTYPES"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        gather_ids = ids.astype(np.int16) if ids.dtype == np.int32 else ids
+        return _rows(self.wte, gather_ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class StridesIgnored(_Mutant):
+    """A C extension that reads the ids' buffer as if it were C-contiguous, ignoring strides
+    (Fortran-ordered and strided views come out scrambled). Views with negative strides it
+    copies first, as PyArray_FROMANY with NPY_ARRAY_C_CONTIGUOUS would."""
+    TARGETS = frozenset({"LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        if min(ids.strides) >= 0:
+            c_strides = (ids.shape[1] * ids.itemsize, ids.itemsize)
+            ids = np.lib.stride_tricks.as_strided(ids, shape=ids.shape, strides=c_strides)
+        return _rows(self.wte, ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class LargeBatchFloat16Sum(_Mutant):
+    """Above 32 rows a "memory-saving" path adds the rows in float16 (a batch-size-dependent
+    path, as serving stacks have for their padded batch sizes)."""
+    TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-BATCH-INDEPENDENT"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        if ids.shape[0] <= 32:
+            return h
+        tok = _rows(self.wte, ids).astype(np.float16)
+        return (tok + _rows(self.wpe, self.positions(ids.shape[1], past_length)).astype(np.float16)[None]).astype(h.dtype)
+
+
+class NumpyIntPastLengthIgnored(_Mutant):
+    """past_length is honoured only as a Python int: a numpy integer (np.int64 from shape
+    arithmetic) or a 0-d array is silently taken as 0 (an isinstance(past, int) test)."""
+    TARGETS = frozenset({"POSITIONS-OFFSET"})
+
+    def check(self, ids, past_length):
+        if isinstance(past_length, (np.integer, np.ndarray)):
+            past_length = 0
+        return super().check(ids, past_length)
+
+
+class NegativeIdsWrap(_Mutant):
+    """Only the upper bound of token ids is checked: -1 silently reads the last row."""
+    TARGETS = frozenset({"BOUNDS-TOKEN"})
+
+    def check(self, ids, past_length):
+        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
+        past_length = check_past_length(past_length)
+        check_positions(ids.shape[1], past_length)
+        check_token_ids(np.maximum(ids, 0))
+        return ids, past_length
+
+
+class ZeroRowsOutOfRange(_Mutant):
+    """No checks; out-of-range ids and positions give zero rows (TF's gather on GPU)."""
+    TARGETS = frozenset({"BOUNDS-TOKEN", "BOUNDS-POSITION"})
+
+    def check(self, ids, past_length):
+        return ids, int(past_length)
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        pos = self.positions(ids.shape[1], past_length)
+        tok = np.where(((ids >= 0) & (ids < gpt2.N_VOCAB))[..., None], _rows(self.wte, np.clip(ids, 0, gpt2.N_VOCAB - 1)), 0)
+        p_ok = (pos < gpt2.N_CTX)[:, None]
+        return (tok + np.where(p_ok, _rows(self.wpe, np.minimum(pos, gpt2.N_CTX - 1)), 0)[None]).astype(self.wte.dtype)
+
+
+class NaNRowsOutOfRange(ZeroRowsOutOfRange):
+    """No checks; out-of-range rows are NaN (jnp.take's default fill)."""
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        pos = self.positions(ids.shape[1], int(past_length))
+        bad = ((ids < 0) | (ids >= gpt2.N_VOCAB)) | (pos >= gpt2.N_CTX)[None]
+        h[bad] = np.nan
+        return h
+
+
+class Int64IdsOnly(_Mutant):
+    """Rejects int32 ids (a port that hard-codes torch.long)."""
+    TARGETS = frozenset({"LOOKUP-ID-DTYPES"})
+
+    def check(self, ids, past_length):
+        if ids.dtype != np.int64:
+            raise TypeError(f"ids must be int64, got {ids.dtype}")
+        return super().check(ids, past_length)
+
+
+class FloatIdsAccepted(_Mutant):
+    """Casts ids to int without checking their dtype: 3.7 silently becomes 3."""
+    TARGETS = frozenset({"BOUNDS-INPUT"})
+
+    def check(self, ids, past_length):
+        ids = ids.astype(np.int64)
+        return super().check(ids, past_length)
+
+
+class NegativePastAccepted(_Mutant):
+    """past_length not validated: a negative one indexes wpe from the end."""
+    TARGETS = frozenset({"BOUNDS-PAST-LENGTH"})
+
+    def check(self, ids, past_length):
+        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
+        check_token_ids(ids)
+        past_length = int(past_length)
+        check_positions(ids.shape[1], past_length)
+        return ids, past_length
+
+
+class EmptySequenceCrash(_Mutant):
+    """Checks ids with ids.max() and so crashes on T = 0."""
+    TARGETS = frozenset({"SHAPE-EMPTY"})
+
+    def check(self, ids, past_length):
+        if ids.max() >= gpt2.N_VOCAB or ids.min() < 0:
+            raise IndexError(f"token id out of range [0, {gpt2.N_VOCAB})")
+        return super().check(ids, past_length)
+
+
+class UnclearBoundsError(_Mutant):
+    """Raises, but a bare RuntimeError that names neither the value nor the rule."""
+    TARGETS = frozenset({"BOUNDS-MESSAGE"})
+
+    def check(self, ids, past_length):
+        try:
+            return super().check(ids, past_length)
+        except IndexError:
+            raise RuntimeError("device-side assert triggered") from None
+
+
+# -- the sum ------------------------------------------------------------------------------
+
+class ScaleBySqrtD(_Mutant):
+    """Token rows multiplied by sqrt(d), the Transformer-base habit."""
+    TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-NO-SCALE"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        scale = np.asarray(np.sqrt(self.config.n_embd), self.wte.dtype)
+        return _rows(self.wte, ids) * scale + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class TokenTypeEmbedding(_Mutant):
+    """BERT-style token-type table [2, d] added (type 0 everywhere)."""
+    TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-NO-EXTRA", "SHAPE-PARAMS"})
+
+    def __init__(self, config=NumpyAdapter.__init__.__defaults__[0]):
+        super().__init__(config)
+        self.wtt = np.random.default_rng(0).normal(0, 0.02, (2, config.n_embd)).astype(self._dtype)
+
+    def embed(self, ids, past_length=0):
+        return super().embed(ids, past_length) + self.wtt[0]
+
+    def parameters(self):
+        return super().parameters() | {"wtt": self.wtt.shape}
+
+
+class DropoutLeftOn(_Mutant):
+    """Embedding dropout (p = 0.1) still active at inference."""
+    TARGETS = frozenset({"LOOKUP-NO-DROPOUT", "LOOKUP-EXACT"})
+    _rng = np.random.default_rng(0)
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        keep = self._rng.random(h.shape) >= 0.1
+        return np.where(keep, h / np.asarray(0.9, h.dtype), 0).astype(h.dtype)
+
+
+class SumInFloat16(_Mutant):
+    """float32 tables added in float16 (an autocast region around the embedding)."""
+    TARGETS = frozenset({"LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        tok = _rows(self.wte, ids).astype(np.float16)
+        pos = _rows(self.wpe, self.positions(ids.shape[1], past_length)).astype(np.float16)
+        return (tok + pos[None]).astype(self.wte.dtype)
+
+
+class Float16Truncated(_Mutant):
+    """float16 tables made by truncating the mantissa instead of rounding to nearest-even."""
+    TARGETS = frozenset({"DTYPE-FLOAT16"})
+
+    def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)
+        if self._dtype != np.float16:
+            return super().load_tables(wte, wpe)
+        chop = lambda t: (t.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float16)  # noqa: E731
+        self.wte, self.wpe = chop(wte), chop(wpe)
+
+
+# -- initialisation -----------------------------------------------------------------------
+
+class _InitMutant(_Mutant):
+    def draw(self, rng, shape, std):
+        raise NotImplementedError
+
+    def init_tables(self, seed):
+        rng = np.random.default_rng(seed)
+        d = self.config.n_embd
+        self.wte = self.draw(rng, (gpt2.N_VOCAB, d), self.wte_std).astype(self._dtype)
+        self.wpe = self.draw(rng, (gpt2.N_CTX, d), self.wpe_std).astype(self._dtype)
+
+    wte_std, wpe_std = gpt2.WTE_INIT_STD, gpt2.WPE_INIT_STD
+
+
+class _NormalInit(_InitMutant):
+    def draw(self, rng, shape, std):
+        return rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
+
+
+class WpeInitStd002(_NormalInit):
+    """wpe drawn with wte's std 0.02 (one initializer shared by both tables)."""
+    TARGETS = frozenset({"INIT-WPE"})
+    wpe_std = 0.02
+
+
+class InitStdsSwapped(_NormalInit):
+    """wte at 0.01 and wpe at 0.02."""
+    TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
+    wte_std, wpe_std = 0.01, 0.02
+
+
+class InitStdOff5Percent(_NormalInit):
+    """Both stds 5% too large."""
+    TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
+    wte_std, wpe_std = 0.021, 0.0105
+
+
+class TruncatedNormalInit(_InitMutant):
+    """tf.truncated_normal_initializer(stddev): cut at 2 std, so the std is 0.88 x."""
+    TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
+
+    def draw(self, rng, shape, std):
+        x = rng.standard_normal(shape, dtype=np.float32)
+        bad = np.abs(x) > 2
+        while bad.any():
+            x[bad] = rng.standard_normal(int(bad.sum()), dtype=np.float32)
+            bad = np.abs(x) > 2
+        return x * np.float32(std * self.rescale)
+
+    rescale = 1.0
+
+
+class RescaledTruncatedNormalInit(TruncatedNormalInit):
+    """Truncated at 2 std and rescaled to the right std: only the shape is wrong."""
+    rescale = 1 / 0.8796256610342398  # std of N(0,1) truncated to [-2, 2]
+
+
+class UniformInit(_InitMutant):
+    """Uniform with the right std (+-sqrt(3) std)."""
+    TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
+
+    def draw(self, rng, shape, std):
+        a = np.sqrt(3.0) * std
+        return rng.uniform(-a, a, shape).astype(np.float32)
+
+
+class WpeCopiesWte(_NormalInit):
+    """wpe initialised as a scaled copy of wte's first rows (a shared buffer)."""
+    TARGETS = frozenset({"INIT-DISTINCT"})
+
+    def init_tables(self, seed):
+        super().init_tables(seed)
+        self.wpe = (self.wte[: gpt2.N_CTX] * np.float32(0.5)).astype(self._dtype)
+
+
+# -- the tied head ------------------------------------------------------------------------
+
+class UntiedHeadCopy(_Mutant):
+    """The head holds its own copy of wte taken at load time (a second [V, d] parameter)."""
+    TARGETS = frozenset({"TIED-STORAGE", "TIED-GRAD", "SHAPE-PARAMS"})
+
+    def load_tables(self, wte, wpe):
+        super().load_tables(wte, wpe)
+        self.lm_head = self.wte.copy()
+
+    def init_tables(self, seed):
+        super().init_tables(seed)
+        self.lm_head = self.wte.copy()
+
+    def parameters(self):
+        return super().parameters() | {"lm_head": self.lm_head.shape}
+
+    def logits(self, h_final):
+        return (np.asarray(h_final, np.float32) @ self.lm_head.astype(np.float32).T).astype(self.wte.dtype)
+
+    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
+        # the projection role's gradient goes to lm_head, wte keeps only the gather role
+        ids, past_length = self.check(ids, past_length)
+        grad_h = cotangent_h + cotangent_logits @ self.lm_head
+        d = self.config.n_embd
+        grad_wte = np.zeros(self.wte.shape, np.float32)
+        np.add.at(grad_wte, ids.reshape(-1), grad_h.reshape(-1, d))
+        grad_wpe = np.zeros(self.wpe.shape, np.float32)
+        np.add.at(grad_wpe, self.positions(ids.shape[1], past_length), grad_h.sum(axis=0))
+        return grad_wte, grad_wpe
+
+
+class OutputBias(_Mutant):
+    """An lm_head bias [V] (nn.Linear's default bias=True)."""
+    TARGETS = frozenset({"TIED-NO-BIAS", "SHAPE-PARAMS"})
+
+    def __init__(self, config=NumpyAdapter.__init__.__defaults__[0]):
+        super().__init__(config)
+        self.bias = np.random.default_rng(0).normal(0, 0.02, gpt2.N_VOCAB).astype(np.float32)
+
+    def logits(self, h_final):
+        return super().logits(h_final) + self.bias.astype(self._dtype)
+
+    def parameters(self):
+        return super().parameters() | {"lm_head.bias": self.bias.shape}
+
+
+class HeadInTF32(_Mutant):
+    """The tied head multiplies in TF32 (inputs rounded to 10-bit mantissas), the default for
+    float32 matmuls in TensorFlow and JAX on recent GPUs: tied and exact in structure, not float32
+    accurate."""
+    TARGETS = frozenset({"TIED-LOGITS-FLOAT32"})
+
+    def logits(self, h_final):
+        from gpt2_conformance.runtime.numerics import round_to_dtype
+
+        if self._dtype != np.float32:
+            return super().logits(h_final)
+        h = round_to_dtype(np.asarray(h_final, np.float32), "tf32")
+        shape = (*h.shape[:-1], gpt2.N_VOCAB)
+        return (h.reshape(-1, h.shape[-1]) @ round_to_dtype(self.wte, "tf32").T).reshape(shape)
+
+
+class GradientWithoutHeadRole(_Mutant):
+    """The head's use of wte is detached: dL/dwte has only the gather role."""
+    TARGETS = frozenset({"TIED-GRAD"})
+
+    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
+        grad_wte, grad_wpe = super().gradients(ids, past_length, cotangent_h, cotangent_logits)
+        h = self.embed(ids, past_length)
+        grad_wte -= cotangent_logits.reshape(-1, gpt2.N_VOCAB).T @ h.reshape(-1, self.config.n_embd)
+        return grad_wte, grad_wpe
+
+
+# -- shapes and storage -------------------------------------------------------------------
+
+class HardCodedSmall(_Mutant):
+    """n_embd hard-coded to GPT-2 small's 768: the larger sizes cannot be built."""
+    TARGETS = frozenset({"SHAPE-TABLES"})
+
+    def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, gpt2.N_EMBD_SMALL)
+        super().load_tables(wte, wpe)
+
+
+class FlatLogits(_Mutant):
+    """The head's [B*T, V] result is not reshaped back (model.py line 172 forgotten)."""
+    TARGETS = frozenset({"SHAPE-LOGITS"})
+
+    def logits(self, h_final):
+        out = super().logits(h_final)
+        return out.reshape(-1, out.shape[-1])
+
+
+class TablesKeptInBfloat16(_Mutant):
+    """Claims float32 but keeps the tables in bfloat16 to save memory."""
+    TARGETS = frozenset({"DTYPE-FLOAT32-ROUNDTRIP"})
+
+    def load_tables(self, wte, wpe):
+        from gpt2_conformance.runtime.numerics import round_to_dtype
+
+        super().load_tables(round_to_dtype(wte, "bfloat16"), round_to_dtype(wpe, "bfloat16"))
+
+
+class Bfloat16ByTruncation(_Mutant):
+    """Claims bfloat16 but converts by dropping the low 16 bits (round toward zero), as
+    early bfloat16 casts did, instead of rounding to nearest-even."""
+    TARGETS = frozenset({"DTYPE-BFLOAT16"})
+    capabilities = NumpyAdapter.capabilities.__class__(dtypes=("float32", "float16", "bfloat16"), gradients=True)
+
+    def __init__(self, config=NumpyAdapter.__init__.__defaults__[0]):
+        self.bfloat16 = config.dtype == "bfloat16"
+        super().__init__(config.__class__(config.n_embd, "float32" if self.bfloat16 else config.dtype, config.device))
+        self.config = config
+
+    def _chop(self, x):
+        if not self.bfloat16:
+            return x
+        return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+    def load_tables(self, wte, wpe):
+        super().load_tables(wte, wpe)
+        self.wte, self.wpe = self._chop(self.wte), self._chop(self.wpe)
+
+    def embed(self, ids, past_length=0):
+        return self._chop(super().embed(ids, past_length))
+
+    def logits(self, h_final):
+        return self._chop(super().logits(np.asarray(h_final, np.float32)))
+
+
+ALL = [obj for name, obj in sorted(globals().items())
+       if isinstance(obj, type) and issubclass(obj, _Mutant) and not name.startswith("_")]
