@@ -1,7 +1,32 @@
+"""The project's own tests, in two tiers:
+
+    pytest              the fast tier: unit tests and one suite run per reference backend
+    pytest --slow       both tiers: also the kill matrix, the claims runs, the framework mutants,
+                        the third-party runs, the wheel, crash isolation and the CI example
+    pytest --slow -m slow   the slow tier alone
+
+A slow test is marked @pytest.mark.slow (or `pytestmark` for a whole module); without --slow it
+is deselected, and pytest's summary says how many were."""
+
 import os
 import sys
 
-# tests/ holds helper modules (mutants, bad_adapters) imported by name, also by child processes
+# tests/helpers holds the helper modules (mutants, strict and bad adapters, writers, report
+# factories), imported as `from helpers import mutants`, also by child processes on PYTHONPATH
 TESTS_DIR = os.path.dirname(__file__)
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the slow tier (tests marked slow); CI runs both tiers")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]

@@ -124,6 +124,7 @@ def test_suite_passes():
 
 # CheckifyErrorDropped fails exactly {BOUNDS-TOKEN, BOUNDS-MESSAGE} too (one full run
 # checked it); it is tested directly below to keep this module to four suite runs.
+@pytest.mark.slow  # one whole suite run per framework mutant
 @pytest.mark.parametrize("mutant,failing", [
     # jnp indexing never raises: -1 wraps, 50257 and position 1024 clamp to the last rows
     pytest.param(RawIndexing, {"BOUNDS-TOKEN", "BOUNDS-POSITION", "BOUNDS-MESSAGE"}, id="RawIndexing"),

@@ -82,6 +82,7 @@ def test_suite_passes():
     assert {c.clause.id for c in result.clauses if c.status == PASS} == claimed
 
 
+@pytest.mark.slow  # one whole suite run per framework mutant
 @pytest.mark.parametrize("model_class,failing", [
     (RawGather, {BOUNDS_MESSAGE}),
     (CheckedUnderXLA, {"BOUNDS-TOKEN", BOUNDS_MESSAGE}),

@@ -130,6 +130,7 @@ def test_suite_passes(suite_result):
     assert not_passed == {}
 
 
+@pytest.mark.slow  # one whole suite run per framework mutant
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_mutant_fails_exactly(name):
     result = run_in_process(MUTANTS[name], name)

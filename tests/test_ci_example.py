@@ -20,6 +20,8 @@ import pytest
 from gpt2_conformance import results as res
 from test_merge import suite_result, write
 
+pytestmark = pytest.mark.slow  # replays the CI workflow's commands
+
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (it comes with transformers); "
                                           "the workflow cannot be parsed without it")
 

@@ -15,6 +15,8 @@ from gpt2_conformance.api.adapter import Capabilities
 from gpt2_conformance.runtime.guard import GuardedAdapter, GuardedFactory, SuiteError
 from gpt2_conformance.run.runner import run_in_process
 
+pytestmark = pytest.mark.slow  # one whole suite run per capability switched off
+
 
 @pytest.mark.parametrize("adapter", strict_adapters.ALL, ids=lambda a: a.__name__)
 def test_suite_never_calls_what_is_not_claimed(adapter):

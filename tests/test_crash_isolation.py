@@ -20,6 +20,8 @@ from gpt2_conformance import results as res
 from gpt2_conformance.run import runner
 from gpt2_conformance import spec
 
+pytestmark = pytest.mark.slow  # child processes that really crash
+
 TESTS_DIR = os.path.dirname(__file__)
 MLX_SPEC = "gpt2_conformance.backends.thirdparty.mlx_lm.adapter:MlxLmAdapter"
 

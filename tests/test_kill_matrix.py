@@ -14,6 +14,8 @@ from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance import spec
 from gpt2_conformance.run.runner import run_in_process
 
+pytestmark = pytest.mark.slow  # one whole suite run per mutant
+
 EXPECTED_KILLS = {
     # its target; its values (LOOKUP-EXACT); decode steps of B=2 mix rows unlike the full forward
     "BatchRowsMixed": {"LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "POSITIONS-DECODE"},

@@ -19,6 +19,8 @@ from gpt2_conformance import results as res
 from gpt2_conformance import spec
 from gpt2_conformance.run import waivers
 
+pytestmark = pytest.mark.slow  # each judged implementation's whole suite, in child processes
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 

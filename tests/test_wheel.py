@@ -22,6 +22,8 @@ import numpy as np
 from gpt2_conformance.api.adapter import Adapter, Capabilities
 from gpt2_conformance.api.validation import check_embed_inputs
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
+
 
 class MyAdapter(Adapter):
     capabilities = Capabilities(init=False, mutable_tables=False)
