@@ -73,12 +73,28 @@ def installed(tmp_path_factory):
 
 def test_wheel_carries_the_golden_data(installed):
     python, work, env = installed
-    code, out = _run([python, "-c", "import gpt2_conformance.golden.data as d, conformance; print(d.fixtures_dir()); "
-                      "print(conformance.__file__)"], work, env)
+    code, out = _run([python, "-c", "import gpt2_conformance as g, gpt2_conformance.backends as b, "
+                      "gpt2_conformance.golden.data as d; print(d.fixtures_dir()); print(g.__file__); print(b.__file__)"],
+                     work, env)
     assert code == 0, out
-    fixtures, package = out.split()
-    assert str(ROOT) not in package and str(ROOT) not in fixtures, out  # the installed copy, not the repository
+    fixtures, package, backends = out.split()
+    for path in (package, backends, fixtures):  # the installed copy, not the repository (None would fail here too)
+        assert "site-packages" in path and str(ROOT) not in path, out
     assert os.path.isfile(os.path.join(fixtures, "gpt2_124M_wpe_float32_le.bin"))
+
+
+def test_wheel_installs_one_import_name(installed, tmp_path):
+    """Nothing but gpt2_conformance (and its dist-info) at the top of site-packages: generic names
+    such as `conformance` or `backends` would shadow, or be shadowed by, a user's own."""
+    import zipfile
+
+    python, work, env = installed
+    wheel = next((pathlib.Path(python).parents[2] / "dist").glob("gpt2_conformance-*.whl"))
+    top = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"gpt2_conformance"}, top
+    for generic in ("conformance", "backends"):
+        code, out = _run([python, "-c", f"import {generic}"], work, env)
+        assert code != 0 and "ModuleNotFoundError" in out, out
 
 
 def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):

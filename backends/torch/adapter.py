@@ -23,7 +23,7 @@ _TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16":
 _TORCH_DEVICES = {"cpu": "cpu", "gpu": "cuda"}
 
 
-def _from_numpy(array: np.ndarray) -> torch.Tensor:
+def from_numpy(array: np.ndarray) -> torch.Tensor:
     """A zero-copy view of `array`, strides kept. torch warns on read-only arrays (the suite's
     tables are read-only) because it cannot mark the view read-only; every use here only reads
     it. torch has no negative strides, so a reversed view is copied first (same values)."""
@@ -69,7 +69,7 @@ class TorchAdapter(Adapter):
         check_tables(wte, wpe, self.config.n_embd)
         # copy_ into the existing parameters: one copy, rounding to nearest even and
         # moving to the device in the same step
-        self.model.load_state_dict({"wte.weight": _from_numpy(wte), "wpe.weight": _from_numpy(wpe)})
+        self.model.load_state_dict({"wte.weight": from_numpy(wte), "wpe.weight": from_numpy(wpe)})
 
     def tables(self):
         return _to_numpy(self.model.wte.weight, copy=True), _to_numpy(self.model.wpe.weight, copy=True)
@@ -79,7 +79,7 @@ class TorchAdapter(Adapter):
 
     @torch.no_grad()
     def assign_wte_row(self, index, values):
-        self.model.wte.weight[index] = _from_numpy(np.asarray(values, np.float32)).to(self.device)
+        self.model.wte.weight[index] = from_numpy(np.asarray(values, np.float32)).to(self.device)
 
     def parameters(self):
         # named_parameters lists a shared Parameter once, so a tied head adds nothing here
@@ -94,7 +94,7 @@ class TorchAdapter(Adapter):
             # could wrap) instead of mangling it
             ids = ids.astype(np.int64, casting="safe")
         # negative strides (ids[:, ::-1]) are not expressible in torch; copy only then
-        return _from_numpy(np.ascontiguousarray(ids)).to(self.device)
+        return from_numpy(np.ascontiguousarray(ids)).to(self.device)
 
     @torch.no_grad()
     def embed(self, ids, past_length=0):
@@ -105,13 +105,13 @@ class TorchAdapter(Adapter):
         h_final = np.asarray(h_final)
         if h_final.ndim != 3 or h_final.shape[-1] != self.config.n_embd:
             raise ValueError(f"h_final.shape={h_final.shape}, but should be (B, T, {self.config.n_embd})")
-        h = _from_numpy(np.ascontiguousarray(h_final)).to(self.device)
+        h = from_numpy(np.ascontiguousarray(h_final)).to(self.device)
         return _to_numpy(self.model.head(h), copy=False)
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         ids = self._ids(ids)
-        cot_h = _from_numpy(np.ascontiguousarray(cotangent_h)).to(self.device, self.dtype)
-        cot_logits = _from_numpy(np.ascontiguousarray(cotangent_logits)).to(self.device, self.dtype)
+        cot_h = from_numpy(np.ascontiguousarray(cotangent_h)).to(self.device, self.dtype)
+        cot_logits = from_numpy(np.ascontiguousarray(cotangent_logits)).to(self.device, self.dtype)
         params = [self.model.wte.weight, self.model.wpe.weight]
         with torch.enable_grad():
             h = self.model(ids, past_length)

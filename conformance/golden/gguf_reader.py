@@ -29,7 +29,7 @@ import os
 
 import numpy as np
 
-from gpt2_conformance.golden.readers import CheckpointError, TensorInfo
+from gpt2_conformance.golden.checkpoint import CheckpointError, TensorInfo
 
 TABLE_NAMES = {"wte": "token_embd.weight", "wpe": "position_embd.weight"}
 _NUMPY_TYPES = {"F32": "float32", "F16": "float16", "F64": "float64", "I8": "int8", "I16": "int16",

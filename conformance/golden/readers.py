@@ -22,70 +22,15 @@ import os
 import re
 import struct
 import zipfile
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.golden import tf_bundle, torch_pickle
+from gpt2_conformance.golden.checkpoint import Checkpoint, CheckpointError, TensorInfo, wrap
 
 FORMATS = ("safetensors", "torch", "tf", "npz", "gguf")
 _NAME_TAIL = {"", "weight", "embeddings", "ATTRIBUTES", "VARIABLE_VALUE"}  # after the "wte"/"wpe" part
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used, with the file, the tensor and the rule."""
-
-    def __init__(self, path: str, message: str, tensor: str | None = None):
-        self.path, self.tensor = path, tensor
-        where = f"{path}: tensor {tensor!r}: " if tensor else f"{path}: "
-        super().__init__(where + message)
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    name: str
-    dtype: str  # numpy dtype name ("float32"), or the format's name for types numpy lacks
-    shape: tuple[int, ...]
-    load: Callable[[], np.ndarray]
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    path: str
-    format: str
-    wte: np.ndarray
-    wpe: np.ndarray
-    wte_name: str
-    wpe_name: str
-    size: str  # "124M", ...
-    n_embd: int
-    wte_dtype: str = "float32"  # as stored; a GGUF may store F16/BF16/Q8_0/..., read as float32
-    wpe_dtype: str = "float32"
-
-    def stored_dtype(self, table: str) -> str:
-        return {"wte": self.wte_dtype, "wpe": self.wpe_dtype}[table]
-
-    @property
-    def dequantised(self) -> tuple[str, ...]:
-        """The tables stored in another type than float32 (their float32 values are dequantised)."""
-        return tuple(t for t in ("wte", "wpe") if self.stored_dtype(t) != "float32")
-
-    def describe(self) -> str:
-        if not self.dequantised:
-            return (f"{self.path} ({self.format}; {self.wte_name} {list(self.wte.shape)}, {self.wpe_name} "
-                    f"{list(self.wpe.shape)}, float32: GPT-2 {self.size} by shape)")
-        tables = ", ".join(f"{name} {list(shape)} {dtype}" for name, shape, dtype in (
-            (self.wte_name, self.wte.shape, self.wte_dtype), (self.wpe_name, self.wpe.shape, self.wpe_dtype)))
-        return f"{self.path} ({self.format}; {tables}, dequantised to float32: GPT-2 {self.size} by shape)"
-
-
-def _wrap(path: str, tensor: str | None, exc: BaseException) -> CheckpointError:
-    if isinstance(exc, CheckpointError):
-        return exc
-    hint = " (the stored checksum does not match: the file is corrupted)" if "CRC" in str(exc) else ""
-    return CheckpointError(path, f"{type(exc).__name__}: {exc}{hint}", tensor)
 
 
 # -- the four formats ------------------------------------------------------------------
@@ -107,7 +52,7 @@ def read_safetensors(path: str) -> dict[str, TensorInfo]:
                                         lambda key=key: _safetensors_tensor(path, key))
             return infos
     except Exception as exc:  # noqa: BLE001 - SafetensorError and friends, named with the file
-        raise _wrap(path, None, exc) from exc
+        raise wrap(path, None, exc) from exc
 
 
 def _check_safetensors_header(path: str) -> None:
@@ -146,7 +91,7 @@ def _safetensors_tensor(path: str, key: str) -> np.ndarray:
         with safe_open(path, framework="numpy") as f:
             return f.get_tensor(key)
     except Exception as exc:  # noqa: BLE001
-        raise _wrap(path, key, exc) from exc
+        raise wrap(path, key, exc) from exc
 
 
 def read_torch(path: str) -> dict[str, TensorInfo]:
@@ -161,7 +106,7 @@ def read_torch(path: str) -> dict[str, TensorInfo]:
         try:
             return torch_file.materialize(name)
         except Exception as exc:  # noqa: BLE001 - zipfile's "Bad CRC-32", short reads
-            raise _wrap(path, name, exc) from None
+            raise wrap(path, name, exc) from None
 
     return {name: TensorInfo(name, ref.dtype, ref.shape, lambda name=name: load(name))
             for name, ref in torch_file.refs.items()}
@@ -229,7 +174,7 @@ def _npz_tensor(path: str, npz, key: str) -> np.ndarray:
     try:
         return npz[key]
     except Exception as exc:  # noqa: BLE001 - "Object arrays cannot be loaded when allow_pickle=False", bad CRC
-        raise _wrap(path, key, exc) from None
+        raise wrap(path, key, exc) from None
 
 
 def read_gguf(path: str) -> dict[str, TensorInfo]:

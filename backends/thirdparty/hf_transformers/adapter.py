@@ -44,7 +44,7 @@ from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 
 
-class _Stop(Exception):
+class StopAtBlock0(Exception):
     """Raised by the block-0 pre-hook to end the forward once h is recorded."""
 
 
@@ -91,7 +91,7 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
         h = args[0] if args else kwargs["hidden_states"]
         self._captured = h
         if not self.FULL_FORWARD:
-            raise _Stop
+            raise StopAtBlock0
 
     # -- tables -------------------------------------------------------------------
     def _table_parameters(self):
@@ -125,7 +125,7 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
         try:
             out = self.model.transformer(input_ids=input_ids, cache=cache, use_cache=cache is not None,
                                          output_hidden_states=self.FULL_FORWARD)
-        except _Stop:
+        except StopAtBlock0:
             return self._captured
         if out.hidden_states is not None:
             return out.hidden_states[0]

@@ -10,7 +10,7 @@ before each step too). The head is lm_head, the tied nn.Linear.
 from __future__ import annotations
 
 from gpt2_conformance.backends.thirdparty import torch_bench
-from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import _Stop
+from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import StopAtBlock0
 
 
 def native_available(device: str) -> tuple[bool, str]:
@@ -33,7 +33,7 @@ def native_bench(adapter, device: str):
         adapter._captured = None
         try:
             transformer(input_ids=ids, cache=cache, use_cache=cache is not None)
-        except _Stop:
+        except StopAtBlock0:
             pass
         return adapter._captured
 

@@ -7,7 +7,7 @@ What is observed, and how (Capabilities.black_box):
 - h: the input of block 0 inside `GPT2Model.__call__` (mlx_lm/models/gpt2.py L130-149):
   `self.wte(inputs)`, then `+= self.wpe(mx.arange(L) + cache[0].offset)`. MLX has no forward
   hooks, so block 0's class is swapped for a subclass that records its input and, by default,
-  ends the forward there (_Stop) -- the blocks and ln_f after it cannot change h.
+  ends the forward there (StopAtBlock0) -- the blocks and ln_f after it cannot change h.
   FULL_FORWARD = True records the same input and lets the whole forward run
   (tests/test_mlx_lm.py checks that both give the same bits and that the model's own output
   is unchanged by the recorder).
@@ -46,7 +46,7 @@ MLX_DTYPES = {"float32": mx.float32, "float16": mx.float16, "bfloat16": mx.bfloa
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 
 
-class _Stop(Exception):
+class StopAtBlock0(Exception):
     """Raised by the recording block to end the forward once h is recorded."""
 
 
@@ -59,7 +59,7 @@ class _RecordingBlock(mlx_gpt2.TransformerBlock):
     def __call__(self, x, mask=None, cache=None):
         self._gpt2c_record(x)  # a plain attribute: not an mx.array, so not a parameter
         if not self._gpt2c_full_forward():
-            raise _Stop
+            raise StopAtBlock0
         return super().__call__(x, mask, cache)
 
 
@@ -148,7 +148,7 @@ class MlxLmAdapter(Adapter):
         self._captured = None
         try:
             self.model.model(ids, cache=self._cache(ids.shape[0], past_length))
-        except _Stop:
+        except StopAtBlock0:
             pass
         return self._captured
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from gpt2_conformance.backends.thirdparty.mlx_lm.adapter import _Stop
+from gpt2_conformance.backends.thirdparty.mlx_lm.adapter import StopAtBlock0
 from gpt2_conformance.api.bench import NativeBench
 
 
@@ -37,7 +37,7 @@ def native_bench(adapter, device: str):
         adapter._captured = None
         try:
             model(ids, cache=caches[key])
-        except _Stop:
+        except StopAtBlock0:
             pass
         return adapter._captured
 
