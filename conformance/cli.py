@@ -28,7 +28,7 @@ COMMANDS = {
     "golden": "gpt2_conformance.golden.command",
     "bench": "gpt2_conformance.bench.command",
     "thirdparty": "gpt2_conformance.run.thirdparty",
-    "merge": "gpt2_conformance.merge.merge",
+    "merge": "gpt2_conformance.merge.command",
     "spec": "gpt2_conformance.cli",
     "list": "gpt2_conformance.cli",
 }

@@ -1,6 +1,6 @@
 """scoreboard.html: every implementation, every clause, parity and speed on one page.
 
-Written by `gpt2-conformance merge ... --out-dir DIR` from the merged document (merge.merged).
+Written by `gpt2-conformance merge ... --out-dir DIR` from the merged document (document.merged).
 One self-contained static file: inline CSS, hand-written inline SVG charts, a few lines of
 inline JavaScript (filter by clause group, sort by a column, open every message before
 printing). It requests nothing from any host: the only URLs on the page are the waiver source
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from html import escape
 
-from gpt2_conformance.merge import merge
 from gpt2_conformance import results as res
+from gpt2_conformance.merge.model import ABSENT, UNKNOWN, num, pct
+from gpt2_conformance.merge.parity import parity_cells
 
 STATUS_CLASS = {res.PASS: "pass", res.FAIL: "fail", res.WAIVED: "waived", res.NOT_CLAIMED: "nc",
-                res.SKIPPED: "skip", res.ERROR: "error", merge.ABSENT: "absent"}
-STATUS_ORDER = [res.FAIL, res.ERROR, res.WAIVED, res.SKIPPED, res.NOT_CLAIMED, merge.ABSENT, res.PASS]
+                res.SKIPPED: "skip", res.ERROR: "error", ABSENT: "absent"}
+STATUS_ORDER = [res.FAIL, res.ERROR, res.WAIVED, res.SKIPPED, res.NOT_CLAIMED, ABSENT, res.PASS]
 
 CSS = """
 :root { --pass:#d7f0d7; --fail:#f7c6c6; --waived:#fbe7b5; --nc:#e4e4e4; --skip:#dfe7f2; --error:#e8c8f0;
@@ -105,7 +106,7 @@ applyFilter();
 def html(doc: dict) -> str:
     cols = doc["columns"]
     groups = list(dict.fromkeys(c["group"] for c in doc["clauses"]))
-    golden = "; ".join(doc["golden_data"]) or merge.UNKNOWN
+    golden = "; ".join(doc["golden_data"]) or UNKNOWN
     parts = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              "<title>gpt2-conformance scoreboard</title>", f"<style>{CSS}</style></head><body>",
@@ -138,7 +139,7 @@ def _matrix(doc: dict, groups: list[str]) -> list[str]:
            '<label><input type="checkbox" id="issues"> only clauses that are not PASS everywhere</label></div>',
            '<div class="scroll"><table id="matrix"><thead><tr><th scope="col">Clause</th>']
     for c in cols:
-        device = c["device"] + ("" if c["device_name"] == merge.UNKNOWN else f" · {c['device_name']}")
+        device = c["device"] + ("" if c["device_name"] == UNKNOWN else f" · {c['device_name']}")
         tooltip = c["implementation"] + "; " + ", ".join(f"{k} {v}" for k, v in c["versions"].items())
         out.append(f'<th scope="col" class="col" data-column="{escape(c["label"])}" title="{escape(tooltip)}">'
                    f'<span class="impl">{escape(c["label"])}</span><span>{escape(device)}</span>'
@@ -165,7 +166,7 @@ def _matrix(doc: dict, groups: list[str]) -> list[str]:
 
 
 def _host(host: str) -> str:
-    return "" if host == merge.UNKNOWN else f"<small>{escape(host)}</small>"
+    return "" if host == UNKNOWN else f"<small>{escape(host)}</small>"
 
 
 def _cell(cell: dict) -> str:
@@ -191,7 +192,7 @@ def _columns(cols: list[dict]) -> list[str]:
            "<th>Device</th><th>Implementation</th><th>Versions</th><th>Host</th><th>Date</th><th>Golden data</th>"
            "<th>Report</th></tr></thead><tbody>"]
     for c in cols:
-        versions = ", ".join(f"{k} {v}" for k, v in c["versions"].items()) or merge.UNKNOWN
+        versions = ", ".join(f"{k} {v}" for k, v in c["versions"].items()) or UNKNOWN
         stale = f"<br>stale waivers: {escape('; '.join(c['stale_waivers']))}" if c["stale_waivers"] else ""
         out.append(f"<tr><th>{escape(c['label'])}</th><td>{escape(c['device'])} · {escape(c['device_name'])}</td>"
                    f"<td>{escape(c['implementation'])}</td><td>{escape(versions)}</td><td>{escape(c['host'])}</td>"
@@ -220,13 +221,13 @@ def _parity(p: dict) -> list[str]:
         cells = [f"<td>{escape(text)}</td>" if digest is None else
                  f"<td>{escape(text)} [{escape(digest)}]"
                  + (' <span class="ident">= bit-identical</span>' if identical else "") + "</td>"
-                 for text, digest, identical in merge.parity_cells(row)]
+                 for text, digest, identical in parity_cells(row)]
         out.append(f"<tr><th>{escape(row['column'])}</th>{''.join(cells)}</tr>")
     out.append("</tbody></table></div>")
     for s in p["same_backend"]:
         verdict = "bit-identical" if s["h_bit_identical"] else "NOT bit-identical"
         out.append(f"<p>{escape(s['backend'])} across {escape(', '.join(s['columns']))}: h {verdict}; logits max "
-                   f"|diff| on the sample {merge._num(s['logits_sample_max_abs_diff'])}.</p>")
+                   f"|diff| on the sample {num(s['logits_sample_max_abs_diff'])}.</p>")
     out += [f"<p>Note: {escape(x)}</p>" for x in p["notes"]]
     out += [f'<p class="problem">Parity problem: {escape(x)}</p>' for x in p["problems"]]
     out.append("</section>")
@@ -335,7 +336,7 @@ def _bench(bench: list[dict]) -> list[str]:
     for b in bench:
         out.append(f"<tr><td>{escape(b['group'])}</td><td>{escape(b['backend'])}</td><td>{escape(b['device'])}</td>"
                    f"<td>{escape(b['host'])}</td><td>{escape(b['mode'])}</td><td>{escape(str(b['check']))}</td>"
-                   f"<td>{b['median_s'] * 1e3:.3f}</td><td>{merge._num(b['gbps'])}</td>"
-                   f"<td>{merge._pct(b['pct_of_limit'])}</td></tr>")
+                   f"<td>{b['median_s'] * 1e3:.3f}</td><td>{num(b['gbps'])}</td>"
+                   f"<td>{pct(b['pct_of_limit'])}</td></tr>")
     out.append("</tbody></table></div></details></section>")
     return out

@@ -1,0 +1,58 @@
+"""`gpt2-conformance merge FILE.json... [--out-dir DIR]`: one verdict from many machines.
+
+Reads conformance reports (`run --report-dir`) and bench JSON (`bench --out-dir`) from any
+number of machines, devices and versions, in any order (a folder stands for every *.json under
+it; see inputs.py), and writes one clause x column matrix, one parity table (parity.py) and one
+bench table (document.py): merged.md (markdown.py), merged.json and scoreboard.html
+(scoreboard.py) in --out-dir (without it, the Markdown goes to stdout).
+
+Exit codes: 0 merged, no run failed, parity holds; 1 merged, but a run failed or h differs
+between columns of one backend; 2 unreadable, malformed or conflicting inputs (nothing written);
+4 merged, no run failed, but a run could not judge some clauses (ERROR).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from gpt2_conformance.merge import document, inputs, markdown, scoreboard
+from gpt2_conformance.merge.model import NEITHER, MergeError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("merge", help="merge conformance and bench JSON from many machines into one matrix, "
+                                            "parity table, bench table and scoreboard page")
+    p.add_argument("files", nargs="+", metavar="FILE.json",
+                   help="reports of `run --report-dir` and `bench --out-dir` (a folder: every *.json under it)")
+    p.add_argument("--out-dir", help="write merged.md, merged.json and scoreboard.html here "
+                                     "(default: print the Markdown)")
+
+
+def write_all(doc: dict, out_dir: str) -> list[str]:
+    os.makedirs(out_dir, exist_ok=True)
+    paths = [os.path.join(out_dir, n) for n in ("merged.md", "merged.json", "scoreboard.html")]
+    for path, text in zip(paths, (markdown.render(doc), json.dumps(doc, indent=2), scoreboard.html(doc))):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return paths
+
+
+def run(args) -> int:
+    try:
+        runs, bench, ignored = inputs.load(args.files)
+        doc = document.merged(runs, bench, ignored)
+    except MergeError as exc:
+        print(f"gpt2-conformance merge: error: {exc}", file=sys.stderr)
+        return 2
+    for path in doc["ignored"]:
+        print(f"gpt2-conformance merge: ignored {path}: {NEITHER}", file=sys.stderr)
+    if args.out_dir:
+        for path in write_all(doc, args.out_dir):
+            print(f"wrote {path}")
+    else:
+        print(markdown.render(doc))
+    for problem in doc["parity"].get("problems", []):
+        print(f"gpt2-conformance merge: parity problem: {problem}", file=sys.stderr)
+    return document.exit_code(doc)

@@ -1,0 +1,75 @@
+"""The merged document (merged.json): columns in registry order, the clause x column matrix,
+the parity section and the bench table; and the one exit code it stands for."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from gpt2_conformance.merge import parity
+from gpt2_conformance.merge.inputs import label_columns
+from gpt2_conformance.merge.model import ABSENT, MERGED_FORMAT, UNKNOWN, Run, as_text
+
+
+def bench_table(bench: list[dict]) -> list[dict]:
+    """Per (workload, backend, device, host): its fastest mode with the bounds check on (the
+    bench's own rule for the bar), else its fastest mode, named."""
+    best: dict[tuple, dict] = {}
+    for row in bench:
+        key = (row["group"], row["backend"], row["device"], row["host"])
+        checked = str(row.get("check") or "").startswith("on")
+        rank = (not checked, row["median_s"])
+        if key not in best or rank < best[key]["_rank"]:
+            best[key] = dict(row, _rank=rank)
+    return [{k: v for k, v in r.items() if k != "_rank"} for r in best.values()]
+
+
+def column_order(runs: list[Run]) -> list[Run]:
+    """Backends in the registry's order (the NumPy reference first), then any other backend by
+    name; within a backend, devices and labels in order."""
+    from gpt2_conformance import registry
+
+    known = {name: i for i, name in enumerate(registry.available())}
+    return sorted(runs, key=lambda r: (known.get(r.backend, len(known)), r.backend, r.device, r.label))
+
+
+def merged(runs: list[Run], bench: list[dict], ignored: list[str] = ()) -> dict:
+    label_columns(runs)
+    runs = column_order(runs)
+    clause_ids: list[str] = []
+    described = {}
+    for r in runs:
+        for cid, c in r.clauses.items():
+            if cid not in described:
+                clause_ids.append(cid)
+                described[cid] = {"id": cid, "group": c.get("group", UNKNOWN), "title": c.get("title", "")}
+    columns = [{"label": r.label, "backend": r.backend, "device": r.device, "device_name": r.device_name,
+                "implementation": r.implementation, "versions": r.versions, "host": r.host, "created": r.created,
+                "file": r.path, "exit_code": r.data.get("exit_code"), "error": r.data.get("error", ""),
+                "golden_data": as_text((r.data.get("environment") or {}).get("golden_data")),
+                "summary": r.data.get("summary", {}), "stale_waivers": r.data.get("stale_waivers", [])}
+               for r in runs]
+    matrix = []
+    for cid in clause_ids:
+        cells = {}
+        for r in runs:
+            c = r.clauses.get(cid)
+            cells[r.label] = ({"status": c["status"], "message": c.get("message", ""), "waiver": c.get("waiver") or {}}
+                              if c else {"status": ABSENT, "message": "this report has no such clause", "waiver": {}})
+        matrix.append(dict(described[cid], cells=cells))
+    golden = sorted({c["golden_data"] for c in columns})
+    return {"format": MERGED_FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "spec_version": runs[0].spec_version if runs else UNKNOWN, "golden_data": golden,
+            "inputs": [r.path for r in runs] + sorted({b["file"] for b in bench}),
+            "ignored": list(ignored),  # JSON files in a folder that are neither kind
+            "columns": columns, "clauses": matrix, "parity": parity.section(runs) if runs else {},
+            "bench": bench_table(bench)}
+
+
+def exit_code(doc: dict) -> int:
+    """1 if a column failed or parity has a problem, else 4 if a column could not judge some
+    clauses, else 0. Not results.combined_exit_code: that one says 1 for no run at all and 3
+    when every run checked nothing, where a merge (e.g. of bench files only) says 0."""
+    codes = [c["exit_code"] for c in doc["columns"]]
+    if 1 in codes or doc["parity"].get("problems"):
+        return 1
+    return 4 if 4 in codes else 0
