@@ -38,7 +38,7 @@ def _parser(modules: dict) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpt2-conformance", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in modules.items():
-        if module is sys.modules[__name__]:
+        if module is sys.modules[__name__]:  # this module (also when run as __main__)
             own = sub.add_parser(name, help=_OWN_HELP[name])
             if name == "list":
                 own.add_argument("--long", action="store_true", help="with each name: its kind, and whether "
@@ -77,7 +77,8 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    modules = {name: importlib.import_module(path) for name, path in COMMANDS.items()}
+    modules = {name: sys.modules[__name__] if path == COMMANDS["list"] else importlib.import_module(path)
+               for name, path in COMMANDS.items()}
     args = _parser(modules).parse_args(argv)
     return modules[args.command].run(args)
 

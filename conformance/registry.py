@@ -1,8 +1,13 @@
-"""Where adapters come from, and the one place that reads the backend list: the built-in
-entries (gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND), installed
-plug-ins (the `gpt2_conformance.adapters` entry-point group), or an explicit
-"package.module:factory". Resolved lazily: naming a backend imports only its adapter's module
-(and so only its framework); reading the entries imports no framework at all."""
+"""Where adapters come from, and the one place that reads the backend list:
+
+- the built-in entries: gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND;
+- installed packages' entries, the same Backend type: entry-point group `gpt2_conformance.backends`,
+  each value a module holding BACKEND (name, adapter, requires, kind, waivers, bench modes);
+- installed plug-ins that give a factory only: entry-point group `gpt2_conformance.adapters`;
+- or an explicit "package.module:factory".
+
+Resolved lazily: naming a backend imports only its adapter's module (and so only its framework);
+reading the entries imports no framework at all."""
 
 from __future__ import annotations
 
@@ -15,23 +20,28 @@ from importlib.metadata import entry_points
 
 from gpt2_conformance.api.backend import JUDGED, REFERENCE, Backend
 
-ENTRY_POINT_GROUP = "gpt2_conformance.adapters"
+ENTRY_POINT_GROUP = "gpt2_conformance.adapters"  # name = "module:factory"
+BACKEND_ENTRY_POINT_GROUP = "gpt2_conformance.backends"  # name = "module holding BACKEND"
 BACKENDS_PACKAGE = "gpt2_conformance.backends"
 NUMPY_REFERENCE = "numpy"  # parity compares every backend with it; the bench's bars leave it out
 
 
 @functools.cache
 def builtin() -> dict[str, Backend]:
-    """name -> entry for every built-in backend, in FOLDERS order."""
+    """name -> entry for every backend with a registry entry: the built-ins in FOLDERS order,
+    then the entries installed packages register (sorted by name)."""
     from gpt2_conformance.backends import FOLDERS
 
+    packages = [f"{BACKENDS_PACKAGE}.{folder}" for folder in FOLDERS]
+    packages += [ep.value for ep in sorted(entry_points(group=BACKEND_ENTRY_POINT_GROUP), key=lambda e: e.name)]
     out = {}
-    for folder in FOLDERS:
-        package = f"{BACKENDS_PACKAGE}.{folder}"
+    for package in packages:
         entry = importlib.import_module(package).BACKEND
+        if not isinstance(entry, Backend):
+            raise TypeError(f"{package}.BACKEND is a {type(entry).__name__}, not a gpt2_conformance.api.backend.Backend")
         object.__setattr__(entry, "package", package)  # frozen: the folder is known only here
         if entry.name in out:
-            raise ValueError(f"two built-in backends are named {entry.name!r}")
+            raise ValueError(f"two backends are named {entry.name!r} ({out[entry.name].package}, {package})")
         out[entry.name] = entry
     return out
 
