@@ -13,8 +13,9 @@ from gpt2_conformance import cli, registry, spec
 
 from gpt2_conformance.merge import model
 
-from gpt2_conformance.run import parity, report
+from gpt2_conformance.run import parity
 from gpt2_conformance import results as res
+from helpers.reports import bench_json, suite_result, write
 
 
 # -- fabricated inputs ------------------------------------------------------------------
@@ -26,50 +27,6 @@ def numpy_outputs():
 @pytest.fixture(scope="module")
 def fingerprint(numpy_outputs):
     return parity.fingerprint(numpy_outputs, numpy_outputs)
-
-
-def suite_result(backend="numpy", device="cpu", statuses=None, environment=None, fp=None, spec_version=None,
-                 drop=()) -> res.SuiteResult:
-    """A SuiteResult with every clause PASS except those in `statuses` {clause id: status}."""
-    statuses = statuses or {}
-    clauses = []
-    for c in spec.CLAUSES:
-        if c.id in drop:
-            continue
-        status = statuses.get(c.id, res.PASS)
-        waiver = {"reason": "init std 0.02", "link": "https://github.com/o/r/blob/v1/x.py#L9"} if status == res.WAIVED else {}
-        message = "" if status == res.PASS else f"{c.id} went wrong"
-        clauses.append(res.ClauseResult(c, status, message, [], waiver))
-    env = {"python": "3.11", "golden_data": "shipped fixtures"} | (environment or {})
-    return res.SuiteResult(backend, device, spec_version or spec.SPEC_VERSION, clauses, 1.0, env, parity=fp or {},
-                           created="2026-11-30T10:00:00+00:00")
-
-
-def write(tmp_path, name, result_or_dict) -> str:
-    path = tmp_path / name
-    text = report.to_json(result_or_dict) if isinstance(result_or_dict, res.SuiteResult) else json.dumps(result_or_dict)
-    path.write_text(text)
-    return str(path)
-
-
-def bench_json(backend="numpy", median=0.004, node="host-a") -> dict:
-    """A bench JSON in the real layout: gpt2_conformance.bench.outputs.benchmark_json itself."""
-    pytest.importorskip("pytest_benchmark")
-    from gpt2_conformance.bench import outputs
-    from gpt2_conformance.bench import workloads as wl
-    from gpt2_conformance.bench.timing import Timing
-
-    records = []
-    for w in (wl.Workload("forward", "prefill", 8, 1024, 768), wl.Workload("forward", "decode", 1, 1, 768, 512)):
-        samples = [median * f for f in (0.9, 1.0, 1.1)]
-        records.append({"mode": "suite", "workload": w.as_dict(), "first_call_s": 0.1, "samples": samples,
-                        "cpu_ratio": 1.0, "stats": Timing(first_call_s=0.1, samples=samples, cpu_ratio=1.0).stats()})
-    result = {"backend": backend, "device": "cpu", "records": records, "modes": {"suite": "the suite's mode"},
-              "bandwidth": {"copy_gbps": 30.0}, "suite_mode": "suite", "fastest_mode": "suite",
-              "check": {"suite": "on (host check)"}}
-    doc = outputs.benchmark_json([result], outputs.rows([result]), {"device": "cpu", "root": "."})
-    doc["machine_info"]["node"] = node
-    return doc
 
 
 def merge_files(paths, tmp_path, capsys):
