@@ -247,6 +247,18 @@ DRAWN_INPUTS = (
     "past_length as a Python int, numpy.int64, numpy.int32, numpy.intp and 0-d int64/int32 arrays.",
 )
 
+THOROUGH_FACTOR = 10  # the thorough mode draws this many times each test's examples
+DRAW_MODES = (
+    "Default (`run`, and the pytest route): every draw is derandomized (hypothesis' derandomize, no "
+    "example database), so the same suite version gives the same verdict on every run: a repeatable "
+    "CI gate. Each drawn test makes 25 examples (the drawn LOOKUP-EXACT and BOUNDS-TOKEN tests: 40).",
+    f"Thorough (`run --thorough`, `--gpt2c-thorough`): {THOROUGH_FACTOR} times the examples of every "
+    "drawn test, from a random seed that the scorecard prints and the JSON report stores "
+    "(environment.draws); `run --thorough --seed N` (`--gpt2c-thorough --gpt2c-seed N`) replays those "
+    "draws exactly. The fixed cases (every id layout, the sentinel ids, the edge positions) are the "
+    "same in both modes.",
+)
+
 
 def markdown() -> str:
     """SPEC.md, generated from CLAUSES."""
@@ -265,6 +277,10 @@ def markdown() -> str:
         "## Inputs drawn",
         "",
         *[f"- {line}" for line in DRAWN_INPUTS],
+        "",
+        "## Draw modes",
+        "",
+        *[f"- {line}" for line in DRAW_MODES],
         "",
     ]
     for group, title in GROUPS.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import random
 import sys
 import tempfile
 import time
@@ -36,6 +37,9 @@ def add_parser(sub) -> None:
                      "cores): with --backend all, backends side by side; with one backend, its suite split over them")
     run.add_argument("--checkpoint", help="GOLDEN clauses: use this GPT-2 checkpoint's tables "
                      "(default: the shipped real wpe and known wte values)")
+    run.add_argument("--thorough", action="store_true", help="10x the examples, drawn from a random seed that "
+                     "is printed and stored in the report (the default draws are derandomized: a repeatable gate)")
+    run.add_argument("--seed", type=int, help="with --thorough: replay the draws of the run that printed this seed")
     run.add_argument("--verbose", action="store_true", help="show the frameworks' own output (TensorFlow's "
                      "absl/oneDNN lines, ...) on the console; by default it goes to the run's log file")
 
@@ -43,6 +47,10 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     if not args.timeout > 0:
         return _usage(f"--timeout must be > 0, got {args.timeout}")
+    if args.seed is not None and not args.thorough:
+        return _usage("--seed replays a thorough run: add --thorough")
+    if args.thorough and args.seed is None:
+        args.seed = random.randrange(2**32)  # one seed for every child of the run (shards, restarts, backends)
     if args.jobs is not None and args.jobs < 1:
         return _usage(f"--jobs must be >= 1, got {args.jobs}")
     if args.backend == "all":
@@ -110,9 +118,13 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResul
 
 def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) -> res.SuiteResult:
     log = console.log_path(log_dir, name, args.device)
+    draws = ["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
                                 checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=True,
-                                shards=shards)
+                                shards=shards, extra_args=draws)
+    result.environment["draws"] = ({"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR, "seed": args.seed,
+                                    "replay": f"--thorough --seed {args.seed}"} if args.thorough
+                                   else {"mode": "default", "derandomized": True})
     result.environment.setdefault("implementation", name)
     result.environment["log"] = log
     waivers.apply(result, waiver_list)

@@ -15,6 +15,10 @@ def scorecard(result: res.SuiteResult) -> str:
     lines = [f"gpt2-conformance spec {result.spec_version}: backend {result.backend} on {result.device}"]
     if result.environment.get("golden_data"):
         lines.append(f"  golden data: {result.environment['golden_data']}")
+    draws = result.environment.get("draws", {})
+    if draws.get("mode") == "thorough":
+        lines.append(f"  draws: thorough ({draws['examples_factor']}x the examples), seed {draws['seed']}; "
+                     f"replay with {draws['replay']}")
     if result.error:
         lines.append(f"  ERROR: {result.error}")
     for c in result.clauses:

@@ -26,6 +26,7 @@ class InjectedFactory:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "clause(id): the spec clause (conformance/spec.py) this test checks")
+    _set_draw_mode(config)
     config._gpt2c_factory = config._gpt2c_label = None
     injected = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, InjectedFactory)), None)
     if injected is not None:
@@ -40,6 +41,20 @@ def pytest_configure(config):
             capabilities_of(config._gpt2c_factory)
         except (ImportError, LookupError, ValueError, TypeError) as exc:
             raise pytest.UsageError(f"gpt2-conformance: {exc}") from exc
+
+
+def _set_draw_mode(config) -> None:
+    """--gpt2c-thorough [--gpt2c-seed N]: before the clause tests are imported, which read it."""
+    import random
+
+    from gpt2_conformance.runtime import strategies
+
+    thorough = bool(config.getoption("--gpt2c-thorough", False))
+    chosen = config.getoption("--gpt2c-seed", None)
+    if chosen is not None and not thorough:
+        raise pytest.UsageError("gpt2-conformance: --gpt2c-seed replays a thorough run: add --gpt2c-thorough")
+    strategies.MODE.thorough = thorough
+    strategies.MODE.seed = (chosen if chosen is not None else random.randrange(2**32)) if thorough else None
 
 
 def pytest_collection_modifyitems(config, items):
@@ -103,6 +118,10 @@ def outcome_of(report) -> str:
 def pytest_report_header(config):
     if config.getoption("--gpt2c-backend") or config.getoption("--gpt2c-adapter") or config._gpt2c_factory:
         from gpt2_conformance.golden import data
+        from gpt2_conformance.runtime.strategies import MODE
 
-        return f"gpt2-conformance golden data: {data.describe(config.getoption('--gpt2c-checkpoint'))}"
+        draws = (f"thorough, seed {MODE.seed} (replay: --gpt2c-thorough --gpt2c-seed {MODE.seed})" if MODE.thorough
+                 else "default (derandomized)")
+        return [f"gpt2-conformance golden data: {data.describe(config.getoption('--gpt2c-checkpoint'))}",
+                f"gpt2-conformance draws: {draws}"]
     return None

@@ -5,11 +5,14 @@ read-only). SPEC.md states these ranges (spec.DRAWN_INPUTS)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gpt2_conformance.api.gpt2 import N_CTX, N_VOCAB
+from gpt2_conformance.spec import THOROUGH_FACTOR
 
 EDGE_IDS = (0, 1, 2, 255, 256, 32767, 32768, 50255, N_VOCAB - 1)
 # 2**32 and 2**32 + 5 wrap to the valid ids 0 and 5 when int64 ids are narrowed to int32
@@ -136,13 +139,38 @@ def chunk_splits(draw, seq_len: int):
     return sorted(p for p in points if 0 < p < seq_len)
 
 
-def suite_settings(max_examples: int = 25):
-    """Deterministic (derandomized, no example database), no deadline: a verdict must not
-    depend on the run or on machine load. Function-scoped fixtures are fine: the suite's
-    adapters are read-only inside a @given test."""
-    from hypothesis import HealthCheck, settings
 
-    return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,
-                    print_blob=False,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                           HealthCheck.data_too_large, HealthCheck.large_base_example])
+
+@dataclass
+class DrawMode:
+    """How the suite draws (spec.DRAW_MODES): set once per session, before the clause tests are
+    imported (runtime/hooks.py pytest_configure), read when their settings are built."""
+
+    thorough: bool = False
+    seed: int | None = None  # thorough: the seed of the draws, printed and stored in the report
+
+    def describe(self) -> dict:
+        if not self.thorough:
+            return {"mode": "default", "derandomized": True, "examples_factor": 1}
+        return {"mode": "thorough", "derandomized": False, "examples_factor": THOROUGH_FACTOR, "seed": self.seed}
+
+
+MODE = DrawMode()
+
+
+def suite_settings(max_examples: int = 25):
+    """Deterministic by default (derandomized, no example database), no deadline: a verdict must
+    not depend on the run or on machine load. In the thorough mode, THOROUGH_FACTOR times the
+    examples from MODE.seed (the hypothesis seed the runner passes; the same seed replays the same
+    draws). Function-scoped fixtures are fine: the suite's adapters are read-only inside a @given
+    test."""
+    from hypothesis import HealthCheck, seed, settings
+
+    examples = max_examples * (THOROUGH_FACTOR if MODE.thorough else 1)
+    chosen = settings(max_examples=examples, derandomize=not MODE.thorough, database=None, deadline=None,
+                      print_blob=False,
+                      suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                             HealthCheck.data_too_large, HealthCheck.large_base_example])
+    if not MODE.thorough:
+        return chosen
+    return lambda test: seed(MODE.seed)(chosen(test))
