@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from gpt2_conformance.api import gpt2
-from gpt2_conformance.bench import child, command, compare, outputs
+from gpt2_conformance.bench import benchmark_json, child, command, compare, files, plot, table, verdict
 from gpt2_conformance.bench import workloads as wl
 
 # -- the least bytes each workload must move: hand counts ---------------------------------
@@ -138,19 +138,19 @@ def _result(backend="numpy", median=0.004, limit=18.0, modes=("suite",), workloa
 
 
 def _write(tmp_path, results, name="bench"):
-    rows = outputs.rows(results)
-    paths = outputs.write_all(results, rows, {"device": "cpu", "root": "."}, str(tmp_path / name))
+    rows = verdict.workload_rows(results)
+    paths = files.write_all(results, rows, {"device": "cpu", "root": "."}, str(tmp_path / name))
     return rows, paths
 
 
 def test_pct_of_limit_and_bar():
-    rows = outputs.rows([_result("torch", median=BAR_BYTES / 18e9 / 0.5)])  # exactly half the limit
+    rows = verdict.workload_rows([_result("torch", median=BAR_BYTES / 18e9 / 0.5)])  # exactly half the limit
     assert rows[0]["pct_limit"] == pytest.approx(50.0)
-    verdict = outputs.bar(rows)
+    verdict = verdict.bar(rows)
     assert verdict["torch"]["meets"] is False and verdict["best"]["meets"] is False
-    verdict = outputs.bar(outputs.rows([_result("jax", median=BAR_BYTES / 18e9 / 0.89)]))
+    verdict = verdict.bar(verdict.workload_rows([_result("jax", median=BAR_BYTES / 18e9 / 0.89)]))
     assert verdict["jax"]["meets"] and not verdict["best"]["meets"], "89% misses the 90% bar (issue 12)"
-    verdict = outputs.bar(outputs.rows([_result("jax", median=BAR_BYTES / 18e9 / 0.91)]))
+    verdict = verdict.bar(verdict.workload_rows([_result("jax", median=BAR_BYTES / 18e9 / 0.91)]))
     assert verdict["jax"]["meets"] and verdict["best"]["meets"]
 
 
@@ -159,26 +159,26 @@ def test_warm_and_cold_are_each_judged_against_their_own_state():
         wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold")
     # one time for both rows, a warm limit 3x the cold one (a working set in cache)
     res = _result("torch", median=BAR_BYTES / 9e9, limit={"warm": 30.0, "cold": 10.0}, workloads=[warm, cold])
-    rows = outputs.rows([res])
+    rows = verdict.workload_rows([res])
     assert {r["workload"].cache: round(r["pct_limit"]) for r in rows} == {"warm": 30, "cold": 90}
-    assert outputs.bar(rows)["torch"]["pct"] == pytest.approx(30.0)
-    assert outputs.bar(rows, "cold")["torch"]["pct"] == pytest.approx(90.0)
-    text = outputs.console([res], rows, {"cores": 2, "other_load_cores": 0.0})
+    assert verdict.bar(rows)["torch"]["pct"] == pytest.approx(30.0)
+    assert verdict.bar(rows, "cold")["torch"]["pct"] == pytest.approx(90.0)
+    text = table.ConsoleTable().render([res], rows, {"cores": 2, "other_load_cores": 0.0})
     assert "bar at forward_prefill B=8, T=1024, d=768, warm" in text and ", cold (" in text
     assert "machine: 2 cores, LLC 32 MiB" in text and "NOT A VERDICT" not in text
-    busy = outputs.console([res], rows, {"cores": 2, "other_load_cores": 1.44})
+    busy = table.ConsoleTable().render([res], rows, {"cores": 2, "other_load_cores": 1.44})
     assert "NOT A VERDICT: other processes kept 1.44 cores busy" in busy
 
 
 def test_a_row_above_its_limit_is_flagged_never_shown_as_a_result(tmp_path):
     res = _result("jax", median=BAR_BYTES / 18e9 / 1.35)  # 135% of its limit: the model is wrong
-    rows = outputs.rows([res])
+    rows = verdict.workload_rows([res])
     assert "pct_limit" not in rows[0] and rows[0]["model_error"].startswith("135% of its limit")
-    assert outputs.bar(rows) == {}, "a flagged row never counts for the bar"
-    text = outputs.console([res], rows)
+    assert verdict.bar(rows) == {}, "a flagged row never counts for the bar"
+    text = table.ConsoleTable().render([res], rows)
     assert "MODEL ERROR" in text and "MODEL ERRORS: rows above 100% of their limit" in text and "135%" in text
     assert "135%" not in text.split("MODEL ERRORS")[0], "the percentage is never shown as a result"
-    paths = outputs.write_all([res], rows, {"device": "cpu", "root": "."}, str(tmp_path))
+    paths = files.write_all([res], rows, {"device": "cpu", "root": "."}, str(tmp_path))
     extra = json.loads(open(paths["json"]).read())["benchmarks"][0]["extra_info"]
     assert extra["pct_of_limit"] is None and extra["model_error"].startswith("135%")
     assert "MODEL ERRORS" in open(paths["markdown"]).read()
@@ -297,7 +297,7 @@ def test_gpu_path_is_skipped_with_a_reason_on_a_cpu_machine():
             pytest.skip("this machine has a GPU")
         result = child.run(_request("torch", "gpu"))
         assert result["records"] == [] and "no GPU" in result["skipped"]
-        text = outputs.console([result], outputs.rows([result]))
+        text = table.ConsoleTable().render([result], verdict.workload_rows([result]))
         assert "torch (gpu): SKIPPED: torch sees no GPU" in text
 
 
@@ -335,11 +335,11 @@ def test_other_load_subtracts_the_bench_own_cpu_time(monkeypatch):
 
 
 def test_a_busy_machine_is_named_in_the_outputs():
-    assert "shared" not in outputs.load_line({"other_load_cores": 0.05, "cores": 2})
-    busy = outputs.load_line({"other_load_cores": 1.02, "cores": 2})
+    assert "shared" not in table.load_line({"other_load_cores": 0.05, "cores": 2})
+    busy = table.load_line({"other_load_cores": 1.02, "cores": 2})
     assert "1.02 of 2 cores" in busy and "rerun on an idle machine" in busy
-    assert "not measured" in outputs.load_line({"other_load_cores": None})
-    text = outputs.markdown([_result()], outputs.rows([_result()]), {"other_load_cores": 1.02, "cores": 2})
+    assert "not measured" in table.load_line({"other_load_cores": None})
+    text = table.MarkdownReport().render([_result()], verdict.workload_rows([_result()]), {"other_load_cores": 1.02, "cores": 2})
     assert "rerun on an idle machine" in text.splitlines()[2]
 
 
@@ -383,8 +383,8 @@ def test_an_adapter_spec_without_native_hooks_is_timed_through_the_bridge():
     assert result["skipped"] is None and list(result["modes"]) == ["bridge"]
     kinds = {wl.Workload(**r["workload"]).kind for r in result["records"] if "stats" in r}
     assert kinds == {"forward", "logits", "step"}, f"timed {kinds}, but should be forward, logits, step (no backward)"
-    rows = outputs.rows([result])
-    assert outputs.bar(rows) == {}  # the implementation's own check: never counted for the bar
+    rows = verdict.workload_rows([result])
+    assert verdict.bar(rows) == {}  # the implementation's own check: never counted for the bar
     gpu = child.run(dict(_request(spec, "gpu")))
     assert gpu["records"] == [] and "does not claim device 'gpu'" in gpu["skipped"]
 
@@ -420,7 +420,7 @@ def test_the_native_method_of_an_adapter_is_timed_beside_the_bridge():
     assert list(result["modes"]) == ["native", "bridge"] and result["fastest_mode"] == "native"
     timed = {(r["mode"], wl.Workload(**r["workload"]).kind) for r in result["records"] if "stats" in r}
     assert timed == {("native", "forward"), ("native", "step"), ("bridge", "forward"), ("bridge", "step")}
-    steps = outputs.decode_steps(outputs.rows([result]))
+    steps = verdict.decode_steps(verdict.workload_rows([result]))
     assert {s["mode"] for s in steps} == {"native", "bridge"} and all(s["embed_ms"] is None for s in steps)
 
 
@@ -582,10 +582,10 @@ def test_a_missing_optional_package_costs_one_output_and_a_line(tmp_path, monkey
 
 def test_a_failing_output_never_costs_the_others(tmp_path, monkeypatch):
     res = _result()
-    rows = outputs.rows([res])
-    monkeypatch.setattr(outputs, "markdown", lambda *a: 1 / 0)
+    rows = verdict.workload_rows([res])
+    monkeypatch.setattr(table.MarkdownReport, "render", lambda *a: 1 / 0)
     said = []
-    paths = outputs.write_all([res], rows, {"device": "cpu", "root": "."}, str(tmp_path), say=said.append)
+    paths = files.write_all([res], rows, {"device": "cpu", "root": "."}, str(tmp_path), say=said.append)
     assert "markdown" not in paths and {"raw", "json"} <= set(paths)
     assert said == ["bench: no bench.md: ZeroDivisionError: division by zero; the other outputs are written"]
 
@@ -595,17 +595,17 @@ def test_decode_step_table_and_plot(tmp_path):
                        wl.Workload("logits", "decode", 1, 1, 768, 512))
     fast = _result("hf-transformers", median=0.005, workloads=[step, fwd, head], modes=("bridge", "native"))
     slow = _result("keras-hub-jax", median=0.099, workloads=[step], modes=("native",))
-    rows = outputs.rows([fast, slow])
-    steps = outputs.decode_steps(rows)
+    rows = verdict.workload_rows([fast, slow])
+    steps = verdict.decode_steps(rows)
     assert [(s["backend"], s["mode"]) for s in steps][-1] == ("keras-hub-jax", "native")
     assert steps[0]["embed_ms"] == pytest.approx(5.0) and steps[0]["head_ms"] == pytest.approx(5.0)
-    md = outputs.markdown([fast, slow], rows, {"step_png": "bench-decode-step.png"})
+    md = table.MarkdownReport().render([fast, slow], rows, {"step_png": "bench-decode-step.png"})
     assert "## Decode step (embedding + tied head at B=1, T=1)" in md and "![decode step](bench-decode-step.png)" in md
     assert "| keras-hub-jax | native | 99.000 |" in md
     if importlib.util.find_spec("matplotlib"):
-        path = outputs.plot_decode_step(rows, str(tmp_path / "step.png"))
+        path = plot.DecodeStepPlot().write(rows, str(tmp_path / "step.png"))
         assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
-    fields = outputs.row_fields(rows[0])
+    fields = benchmark_json.row_fields(rows[0])
     assert {"backend", "implementation", "workload", "shape", "median_s", "gbps", "limit_gbps", "pct_of_limit",
             "cache", "device"} <= set(fields)
 
@@ -659,6 +659,6 @@ def test_no_numpy_row_exceeds_its_limit_on_this_machine():
                "bandwidth_bytes": 64 << 20, "min_rounds": 5, "max_rounds": 9, "max_time": 0.2, "warmup": 1,
                "modes": ["suite", "take-out"]}
     result = child.run(request)
-    rows = outputs.rows([result])
+    rows = verdict.workload_rows([result])
     assert len([r for r in rows if "stats" in r]) >= 5
-    assert outputs.model_errors(rows) == [], outputs.model_errors(rows)
+    assert verdict.model_errors(rows) == [], verdict.model_errors(rows)
