@@ -11,8 +11,8 @@
     gpt2-conformance list [--long]   # backend names (--long: what they are, whether installed)
 
 Exit codes (gpt2_conformance.results): 0 every claimed clause passed (or failed with a waiver);
-1 a clause failed or the backend could not run; 2 bad command line; 3 nothing was checked (every
-clause not claimed or skipped); 4 no clause failed, but the suite could not judge some (ERROR: the
+1 a clause failed, a waiver is stale (its clause passed), or the backend could not run; 2 bad
+command line; 3 nothing was checked (every clause not claimed or skipped); 4 no clause failed, but the suite could not judge some (ERROR: the
 suite's own data or code failed, never the implementation's).
 """
 

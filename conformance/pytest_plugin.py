@@ -16,6 +16,9 @@ def pytest_addoption(parser):
     group.addoption("--gpt2c-device", default="cpu", choices=("cpu", "gpu"), help="device to run on (default cpu)")
     group.addoption("--gpt2c-checkpoint", help="GOLDEN clauses: load wte/wpe from this GPT-2 checkpoint "
                     "(.safetensors, torch .bin, TF model.ckpt, .npz, .gguf) instead of the shipped real data")
+    group.addoption("--gpt2c-waivers", help="TOML file of expected deviations; a waived clause's failures are "
+                    "xfail with the reason and link, a waiver whose clause passed fails the run as stale "
+                    "(default: the backend's own waiver file, or the adapter's WAIVERS attribute)")
     group.addoption("--gpt2c-thorough", action="store_true", help="10x the examples, drawn from a random seed "
                     "(printed; the default draws are derandomized)")
     group.addoption("--gpt2c-seed", type=int, help="with --gpt2c-thorough: the seed, to replay a run's draws")

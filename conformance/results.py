@@ -82,11 +82,11 @@ class SuiteResult:
     @property
     def exit_code(self) -> int:
         """0: every claimed clause passed (a waived deviation does not fail the gate); 1: a
-        clause failed or the backend did not run; 4: no clause failed, but the suite could not
+        clause failed, a waiver is stale (its clause did not fail), or the backend did not run; 4: no clause failed, but the suite could not
         judge some (ERROR: its own data or code failed, not the implementation); 3: nothing was
         checked (every clause not claimed or skipped)."""
         counts = self.by_status()
-        if self.error or counts[FAIL]:
+        if self.error or counts[FAIL] or self.stale_waivers:  # a stale waiver: the file is out of date
             return EXIT_FAIL
         if counts[ERROR]:
             return EXIT_SUITE_ERROR

@@ -5,7 +5,7 @@ The layers, lowest first; a module imports only from its own layer or a lower on
 
     api        the adapter API a backend implements (adapter, backend entry, errors, validation)
     backends   the built-in adapters: they import the api and their framework, nothing else
-    model      spec (the clauses), results (their verdicts), registry (the one reader of the backend list)
+    model      spec (the clauses), results (their verdicts), waivers, registry (the one reader of the backend list)
     runtime    what the suite runs on, and the golden data it reads
     suite      the clause tests
     run        running a backend in child processes; its reports, waivers, parity
@@ -29,7 +29,7 @@ FOLDERS = {ROOT / "conformance": PACKAGE, ROOT / "backends": f"{PACKAGE}.backend
 LAYERS = [
     ("api", [f"{PACKAGE}.api"]),
     ("backends", [f"{PACKAGE}.backends"]),
-    ("model", [f"{PACKAGE}.spec", f"{PACKAGE}.results", f"{PACKAGE}.registry"]),
+    ("model", [f"{PACKAGE}.spec", f"{PACKAGE}.results", f"{PACKAGE}.waivers", f"{PACKAGE}.registry"]),
     ("runtime", [f"{PACKAGE}.runtime", f"{PACKAGE}.golden"]),
     ("suite", [f"{PACKAGE}.suite"]),
     ("run", [f"{PACKAGE}.run"]),

@@ -17,7 +17,7 @@ from gpt2_conformance.run import thirdparty as tp
 from gpt2_conformance import registry
 from gpt2_conformance import results as res
 from gpt2_conformance import spec
-from gpt2_conformance.run import waivers
+from gpt2_conformance import waivers
 
 pytestmark = pytest.mark.slow  # each judged implementation's whole suite, in child processes
 

@@ -2,9 +2,10 @@
 
 Reads conformance reports (`run --report-dir`) and bench JSON (`bench --out-dir`) from any
 number of machines, devices and versions, in any order (a folder stands for every *.json under
-it; see inputs.py), and writes one clause x column matrix, one parity table (parity.py) and one
-bench table (document.py): merged.md (markdown.py), merged.json and scoreboard.html
-(scoreboard.py) in --out-dir (without it, the Markdown goes to stdout).
+it but the bench's raw bench-results.json; see inputs.py), and writes one clause x column
+matrix, one parity table (parity.py) and one bench table (document.py): merged.md
+(markdown.py), merged.json and scoreboard.html (scoreboard.py) in --out-dir (without it, the
+Markdown goes to stdout). None of them carries a machine-local path (see document.py).
 
 Exit codes: 0 merged, no run failed, parity holds; 1 merged, but a run failed or h differs
 between columns of one backend; 2 unreadable, malformed or conflicting inputs (nothing written);
@@ -18,7 +19,7 @@ import os
 import sys
 
 from gpt2_conformance.merge import document, inputs, markdown, scoreboard
-from gpt2_conformance.merge.model import NEITHER, MergeError
+from gpt2_conformance.merge.model import NEITHER, RAW_BENCH, MergeError
 
 
 def add_parser(subparsers) -> None:
@@ -41,12 +42,14 @@ def write_all(doc: dict, out_dir: str) -> list[str]:
 
 def run(args) -> int:
     try:
-        runs, bench, ignored = inputs.load(args.files)
-        doc = document.merged(runs, bench, ignored)
+        runs, bench, ignored, raw = inputs.load(args.files)
+        doc = document.merged(runs, bench, ignored, base=args.out_dir)
     except MergeError as exc:
         print(f"gpt2-conformance merge: error: {exc}", file=sys.stderr)
         return 2
-    for path in doc["ignored"]:
+    for path in raw:
+        print(f"gpt2-conformance merge: skipped {path}: {RAW_BENCH}", file=sys.stderr)
+    for path in ignored:
         print(f"gpt2-conformance merge: ignored {path}: {NEITHER}", file=sys.stderr)
     if args.out_dir:
         for path in write_all(doc, args.out_dir):

@@ -1,9 +1,18 @@
 """The merged document (merged.json): columns in registry order, the clause x column matrix,
-the parity section and the bench table; and the one exit code it stands for."""
+the parity section and the bench table; and the one exit code it stands for.
+
+A published document carries no machine-local path: input files are named relative to the
+output folder (without one, the working directory) when they lie under it, else by their file
+name (with as many parent folders as it takes to tell two apart); an absolute path in a report's
+golden-data line is dropped (the package's own fixtures) or cut to its file name (a checkpoint).
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import os
+import re
+from pathlib import PurePath
 
 from gpt2_conformance.merge import parity
 from gpt2_conformance.merge.inputs import label_columns
@@ -23,6 +32,41 @@ def bench_table(bench: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "_rank"} for r in best.values()]
 
 
+_PATH_IN_PARENS = re.compile(r"\s*\((?:/|[A-Za-z]:[\\/])[^()]*\)")  # " (/abs/dir)"
+_PATH = re.compile(r"(?<![\w.:/\\~-])(?:/|[A-Za-z]:[\\/])[^\s()'\",;]*")  # /abs/file, C:\dir\file
+
+
+def without_paths(text: str) -> str:
+    """`text` with no absolute path: one alone in parentheses (the shipped fixtures' folder in
+    "shipped fixtures (/abs/dir): ...") is dropped, any other cut to its last part (a checkpoint
+    "/abs/dir/model.safetensors" becomes "model.safetensors")."""
+    text = _PATH_IN_PARENS.sub("", text)
+    return _PATH.sub(lambda m: next((p for p in reversed(re.split(r"[\\/]", m.group(0))) if p), m.group(0)), text)
+
+
+def shown_names(paths: list[str], base: str) -> dict[str, str]:
+    """{path: the name a published document gives it}: relative to `base` for a file under it,
+    else the shortest tail of its path (normally the file name) that no other input shares."""
+    base_path = PurePath(os.path.abspath(base))
+    names, outside = {}, {}
+    for p in dict.fromkeys(paths):
+        full = PurePath(os.path.abspath(p))
+        if full != base_path and full.is_relative_to(base_path):
+            names[p] = full.relative_to(base_path).as_posix()
+        else:
+            outside[p] = full.parts[1:]  # without the root (or drive)
+    taken = set(names.values())
+    for p, parts in outside.items():
+        tail = "/".join(parts)
+        for k in range(1, len(parts) + 1):
+            tail = "/".join(parts[-k:])
+            if tail not in taken and all(q == p or "/".join(other[-k:]) != tail for q, other in outside.items()):
+                break
+        names[p] = tail
+        taken.add(tail)
+    return names
+
+
 def column_order(runs: list[Run]) -> list[Run]:
     """Backends in the registry's order (the NumPy reference first), then any other backend by
     name; within a backend, devices and labels in order."""
@@ -32,9 +76,11 @@ def column_order(runs: list[Run]) -> list[Run]:
     return sorted(runs, key=lambda r: (known.get(r.backend, len(known)), r.backend, r.device, r.label))
 
 
-def merged(runs: list[Run], bench: list[dict], ignored: list[str] = ()) -> dict:
+def merged(runs: list[Run], bench: list[dict], ignored: list[str] = (), base: str | None = None) -> dict:
+    """The merged document; files are named as shown_names(..., base or the working directory)."""
     label_columns(runs)
     runs = column_order(runs)
+    names = shown_names([r.path for r in runs] + [b["file"] for b in bench] + list(ignored), base or os.getcwd())
     clause_ids: list[str] = []
     described = {}
     for r in runs:
@@ -44,8 +90,8 @@ def merged(runs: list[Run], bench: list[dict], ignored: list[str] = ()) -> dict:
                 described[cid] = {"id": cid, "group": c.get("group", UNKNOWN), "title": c.get("title", "")}
     columns = [{"label": r.label, "backend": r.backend, "device": r.device, "device_name": r.device_name,
                 "implementation": r.implementation, "versions": r.versions, "host": r.host, "created": r.created,
-                "file": r.path, "exit_code": r.data.get("exit_code"), "error": r.data.get("error", ""),
-                "golden_data": as_text((r.data.get("environment") or {}).get("golden_data")),
+                "file": names[r.path], "exit_code": r.data.get("exit_code"), "error": r.data.get("error", ""),
+                "golden_data": without_paths(as_text((r.data.get("environment") or {}).get("golden_data"))),
                 "summary": r.data.get("summary", {}), "stale_waivers": r.data.get("stale_waivers", [])}
                for r in runs]
     matrix = []
@@ -59,10 +105,10 @@ def merged(runs: list[Run], bench: list[dict], ignored: list[str] = ()) -> dict:
     golden = sorted({c["golden_data"] for c in columns})
     return {"format": MERGED_FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "spec_version": runs[0].spec_version if runs else UNKNOWN, "golden_data": golden,
-            "inputs": [r.path for r in runs] + sorted({b["file"] for b in bench}),
-            "ignored": list(ignored),  # JSON files in a folder that are neither kind
+            "inputs": [names[r.path] for r in runs] + sorted({names[b["file"]] for b in bench}),
+            "ignored": [names[p] for p in ignored],  # JSON files in a folder that are neither kind
             "columns": columns, "clauses": matrix, "parity": parity.section(runs) if runs else {},
-            "bench": bench_table(bench)}
+            "bench": bench_table([dict(b, file=names[b["file"]]) for b in bench])}
 
 
 def exit_code(doc: dict) -> int:

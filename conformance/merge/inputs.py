@@ -17,7 +17,7 @@ import json
 import os
 
 from gpt2_conformance import results as res
-from gpt2_conformance.merge.model import NEITHER, UNKNOWN, MergeError, Run, as_text
+from gpt2_conformance.merge.model import NEITHER, RAW_BENCH, UNKNOWN, MergeError, Run, as_text
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -94,6 +94,12 @@ def is_bench(data: dict) -> bool:
     return isinstance(data.get("benchmarks"), list) and "machine_info" in data
 
 
+def is_raw_bench(data: dict) -> bool:
+    """The bench's raw output, bench-results.json ({"meta": ..., "results": [...]}), written by
+    `gpt2-conformance bench` beside bench.json: not an input of merge, and not a foreign file."""
+    return set(data) == {"meta", "results"} and isinstance(data["meta"], dict) and isinstance(data["results"], list)
+
+
 def read_bench(path: str, data: dict) -> list[dict]:
     """One row per benchmark: identity, median and the bench's extra figures."""
     machine = data.get("machine_info") or {}
@@ -121,11 +127,14 @@ def read_bench(path: str, data: dict) -> list[dict]:
     return rows
 
 
-def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str]]:
-    """(conformance runs, bench rows, ignored files) of every input; MergeError on the first bad
-    one. A JSON file found in a folder that is neither kind (e.g. the bench's raw
-    bench-results.json) is ignored and listed; one named on the command line is an error."""
-    runs, bench, ignored, seen = [], [], [], set()
+def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str], list[str]]:
+    """(conformance runs, bench rows, ignored files, raw bench files named on the command line)
+    of every input; MergeError on the first bad one. The bench's raw bench-results.json is
+    skipped: silently in a folder (it always lies beside bench.json), listed when named. Any
+    other JSON file found in a folder that is neither kind is ignored and listed; one named on
+    the command line is an error."""
+    runs, bench, ignored, raw, seen = [], [], [], [], set()
+    raw_in_folders = []
     for path, in_folder in expand(paths):
         if os.path.realpath(path) in seen:
             raise MergeError(f"{path}: given twice")
@@ -135,15 +144,18 @@ def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str]]:
             runs.append(read_report(path, _checked_format(path, data)))
         elif is_bench(data):
             bench += read_bench(path, data)
+        elif is_raw_bench(data):
+            (raw_in_folders if in_folder else raw).append(path)
         elif in_folder:
             ignored.append(path)
         else:
             raise MergeError(f"{path}: {NEITHER}")
     if not runs and not bench:
+        found = [f"{p} ({RAW_BENCH})" for p in raw_in_folders + raw] + [f"{p} ({NEITHER})" for p in ignored]
         raise MergeError("no conformance report or bench JSON among the inputs"
-                         + (f" (ignored: {', '.join(ignored)})" if ignored else ""))
+                         + (f"; found only: {'; '.join(found)}" if found else ""))
     check(runs, bench)
-    return runs, bench, ignored
+    return runs, bench, ignored, raw
 
 
 def _checked_format(path: str, data: dict) -> dict:

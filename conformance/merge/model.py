@@ -15,6 +15,7 @@ SHORT = {res.PASS: "PASS", res.FAIL: "FAIL", res.WAIVED: "waived", res.NOT_CLAIM
          res.ERROR: "ERROR"}
 ABSENT = "absent"  # a clause a report does not have (never shown as a pass)
 H_CASES = ("h_prefill", "h_decode")
+RAW_BENCH = "the bench's raw output; merge reads the bench.json written beside it"
 NEITHER = ("neither a gpt2-conformance report (no 'format' key) nor a pytest-benchmark JSON (no 'benchmarks' list "
            "with 'machine_info')")
 

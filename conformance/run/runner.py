@@ -31,7 +31,8 @@ from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
 
 SUITE = "gpt2_conformance.suite"
 DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
-HANG_GRACE = 30.0  # extra seconds before the watchdog kills a child stuck in native code
+HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeout) before the watchdog
+                  # kills a child stuck in native code, where pytest-timeout's signal cannot reach
 
 
 class _Collector:
@@ -133,6 +134,7 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "-s", "--tb=short", "-p", "gpt2_conformance.run.events",
             "--gpt2c-device", device, *target, *golden, *extra_args]
     start = time.perf_counter()
+    hang_grace = min(hang_grace, test_timeout)
     shards = max(1, shards)
     args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *(["--gpt2c-parity"] if parity and i == 0 else [])]
             for i in range(shards)]

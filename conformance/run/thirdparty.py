@@ -3,7 +3,7 @@
     gpt2-conformance thirdparty [--out reports] [NAME ...]
 
 For each implementation: the suite in child processes (gpt2_conformance.run.runner.run_backend, so each
-Keras backend gets its own process), its waiver file applied (gpt2_conformance.run.waivers), and
+Keras backend gets its own process), its waiver file applied (gpt2_conformance.waivers), and
 reports/<name>.md with the implementation and versions, the scorecard, and for every finding
 the clause, the suite's one-line message (input, expected vs actual) and the evidence from the
 waiver file (reason and source line / tracker link). Exit status 1 if any clause fails without
@@ -17,7 +17,8 @@ import re
 import sys
 
 from gpt2_conformance import registry, results as res
-from gpt2_conformance.run import runner, waivers
+from gpt2_conformance import waivers
+from gpt2_conformance.run import runner
 
 _ANSI = re.compile(r"(\x1b|\\x1b)\[[0-9;]*m")  # escape codes, raw or as repr() writes them
 

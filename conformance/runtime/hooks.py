@@ -28,6 +28,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "clause(id): the spec clause (conformance/spec.py) this test checks")
     _set_draw_mode(config)
     config._gpt2c_factory = config._gpt2c_label = None
+    config._gpt2c_waivers, config._gpt2c_waived_failed, config._gpt2c_clauses_run = {}, set(), set()
     injected = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, InjectedFactory)), None)
     if injected is not None:
         config._gpt2c_factory, config._gpt2c_label = injected.factory, injected.label
@@ -39,8 +40,20 @@ def pytest_configure(config):
         try:
             config._gpt2c_factory, config._gpt2c_label = registry.resolve(name), name
             capabilities_of(config._gpt2c_factory)
+            config._gpt2c_waivers = _waivers(config, name, config._gpt2c_factory)
         except (ImportError, LookupError, ValueError, TypeError) as exc:
             raise pytest.UsageError(f"gpt2-conformance: {exc}") from exc
+
+
+def _waivers(config, name: str, factory) -> dict:
+    """clause -> Waiver for the pytest route (--gpt2c-waivers, else the backend's own file). Not in
+    the CLI's children (--gpt2c-results): the CLI applies the same file to the clause verdicts."""
+    from gpt2_conformance import registry, waivers
+
+    if config.getoption("--gpt2c-results", None):
+        return {}
+    path = config.getoption("--gpt2c-waivers", None) or registry.waivers_file(name, factory)
+    return {w.clause: w for w in waivers.load(path)} if path else {}
 
 
 def _set_draw_mode(config) -> None:
@@ -107,7 +120,36 @@ def pytest_runtest_makereport(item, call):
             if call.when != "call":
                 message = f"{call.when} failed: {message}"
             report.user_properties.append(("gpt2c_outcome", kind))
+            waiver = item.config._gpt2c_waivers.get(marker.args[0])
+            if waiver is not None and kind == "failed":  # the pytest route: a waived deviation is xfail
+                item.config._gpt2c_waived_failed.add(marker.args[0])
+                report.outcome, report.wasxfail = "skipped", f"waived: {waiver.reason} {waiver.link}"
         report.user_properties.append(("gpt2c_message", message))
+    if call.when == "call" and not report.skipped:
+        item.config._gpt2c_clauses_run.add(marker.args[0])
+
+
+def stale_waivers(config) -> list[str]:
+    """Waivers whose clause ran and did not fail: the waiver file is out of date."""
+    return sorted(c for c in config._gpt2c_waivers
+                  if c in config._gpt2c_clauses_run and c not in config._gpt2c_waived_failed)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not config._gpt2c_waivers:
+        return
+    waived = sorted(config._gpt2c_waived_failed)
+    terminalreporter.write_sep("-", "gpt2-conformance waivers")
+    terminalreporter.write_line(f"waived deviations (xfail): {', '.join(waived) or 'none'}")
+    for clause in stale_waivers(config):
+        terminalreporter.write_line(f"STALE WAIVER: {clause} is waived ({config._gpt2c_waivers[clause].link}) but "
+                                    "did not fail: remove it from the waiver file")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    if session.config._gpt2c_waivers and stale_waivers(session.config) and exitstatus == 0:
+        session.exitstatus = 1  # as `run`: a stale waiver fails the gate, so the file cannot rot
 
 
 def outcome_of(report) -> str:

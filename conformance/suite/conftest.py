@@ -6,4 +6,5 @@ from gpt2_conformance.runtime.fixtures import (adapter, adapter_factory, capabil
                                                golden_tables, make_adapter, tables)
 from gpt2_conformance.runtime.hooks import (pytest_collection_modifyitems, pytest_configure,  # noqa: F401
                                             pytest_report_header, pytest_runtest_makereport,
-                                            pytest_runtest_setup)
+                                            pytest_runtest_setup, pytest_sessionfinish,
+                                            pytest_terminal_summary)

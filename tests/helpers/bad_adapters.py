@@ -45,3 +45,11 @@ class ReturnsList(NumpyAdapter):
 
 class CpuOnly(NumpyAdapter):
     """Claims only the CPU; run with --device gpu every clause is not claimed."""
+
+
+class HangsInLogits(NumpyAdapter):
+    """Its head never returns (a deadlocked device queue, a busy-wait on a stream): every clause
+    that reads logits, and the parity fingerprint, would wait forever."""
+
+    def logits(self, h_final):
+        time.sleep(3600)

@@ -41,3 +41,11 @@ class SegfaultOnFarIds(NumpyAdapter):
         if arr.dtype.kind in "iu" and arr.size and (arr.max() >= FAR or arr.min() <= -FAR):
             segfault()
         return super().embed(ids, past_length)
+
+
+class SegfaultInLogits(NumpyAdapter):
+    """The NumPy reference whose head dies in native code on every call: every clause that reads
+    logits crashes its test process, the last test of the suite (GOLDEN-LOGITS) among them."""
+
+    def logits(self, h_final):
+        segfault()
