@@ -20,7 +20,7 @@ from gpt2_conformance.results import NOT_CLAIMED, PASS  # noqa: E402
 from gpt2_conformance.run.runner import run_in_process  # noqa: E402
 from gpt2_conformance.api.validation import check_ids_layout, check_past_length  # noqa: E402
 
-from gpt2_conformance.backends.torch.adapter import TorchAdapter, _from_numpy  # noqa: E402
+from gpt2_conformance.backends.torch.adapter import TorchAdapter, from_numpy  # noqa: E402
 from gpt2_conformance.backends.torch.model import GPT2Embedding  # noqa: E402
 
 
@@ -80,8 +80,8 @@ def _adapter_with(model_class, name, **extra):
 
 def _load_untied(self, wte, wpe):
     """As a checkpoint converter that fills lm_head.weight from the same wte array would."""
-    self.model.load_state_dict({"wte.weight": _from_numpy(wte), "wpe.weight": _from_numpy(wpe),
-                                "lm_head.weight": _from_numpy(wte)})
+    self.model.load_state_dict({"wte.weight": from_numpy(wte), "wpe.weight": from_numpy(wpe),
+                                "lm_head.weight": from_numpy(wte)})
 
 
 MUTANTS = {

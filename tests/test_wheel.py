@@ -16,13 +16,12 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
 
 USER_ADAPTER = '''
 import numpy as np
 from gpt2_conformance.api.adapter import Adapter, Capabilities
 from gpt2_conformance.api.validation import check_embed_inputs
-
-pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
 
 
 class MyAdapter(Adapter):
@@ -129,3 +128,73 @@ def test_unreachable_golden_data_is_the_suites_error_not_the_adapters(installed)
     assert all(c["status"] == "ERROR" and "suite" in c["message"] for c in golden.values()), golden
     assert report["summary"]["FAIL"] == 0 and report["summary"]["PASS"] >= 30
     assert "GOLDEN fixtures not found" in golden["GOLDEN-H"]["message"]
+
+
+# -- a neighbour's project: the suite installed beside it breaks nothing -------------------------
+
+NEIGHBOUR_CONFTEST = '''
+def pytest_addoption(parser):  # options found in a great many ML repositories
+    parser.addoption("--device", default="cpu")
+    parser.addoption("--backend", default="local")
+    parser.addoption("--checkpoint", default="none")
+'''
+NEIGHBOUR_TEST = '''
+import backends
+import conformance
+
+
+def test_own_options_and_packages(request):
+    assert request.config.getoption("--device") == "cpu"
+    assert request.config.getoption("--backend") == "local"
+    assert request.config.getoption("--checkpoint") == "none"
+    assert backends.KIND == "storage" and conformance.KIND == "theirs"
+'''
+
+
+@pytest.fixture(scope="module")
+def neighbour(installed):
+    """A user's project with its own --device/--backend/--checkpoint options and its own
+    top-level `backends` and `conformance` packages, the wheel installed in the same venv."""
+    python, work, env = installed
+    project = work.parent / "neighbour"
+    for package, kind in (("backends", "storage"), ("conformance", "theirs")):
+        (project / package).mkdir(parents=True)
+        (project / package / "__init__.py").write_text(f"KIND = {kind!r}\n")
+    (project / "conftest.py").write_text(NEIGHBOUR_CONFTEST)
+    (project / "tests").mkdir()
+    (project / "tests" / "test_own.py").write_text(NEIGHBOUR_TEST)
+    (project / "my_gpt2_adapter.py").write_text(USER_ADAPTER)
+    return python, project, dict(env, PYTHONPATH=str(project))
+
+
+def test_neighbours_own_pytest_still_passes(neighbour):
+    python, project, env = neighbour
+    code, out = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], project, env)
+    assert code == 0 and "1 passed" in out, out[-3000:]
+
+
+def test_suite_runs_from_the_neighbours_root(neighbour):
+    python, project, env = neighbour
+    cli = str(pathlib.Path(python).parent / "gpt2-conformance")
+    code, out = _run([cli, "run", "--backend", "numpy", "--report-dir", "r"], project, env)
+    assert code == 0 and "0 failed" in out and "suite error" not in out, out[-3000:]
+    code, out = _run([python, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "--gpt2c-backend", "numpy",
+                      "--gpt2c-device", "cpu", "-q", "-p", "no:cacheprovider"], project, env)
+    assert code == 0 and "failed" not in out.splitlines()[-1], out[-3000:]
+    code, out = _run([python, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "--gpt2c-adapter",
+                      "my_gpt2_adapter:MyAdapter", "-q", "-p", "no:cacheprovider", "-k", "LOOKUP or lookup"], project, env)
+    assert code == 0, out[-3000:]
+
+
+def test_plugin_imports_nothing_in_a_foreign_pytest_run(neighbour):
+    """Loaded into every pytest session of the environment, the entry point imports no module of
+    the suite's beyond itself (and so no numpy, hypothesis or framework on its account)."""
+    python, project, env = neighbour
+    probe = ("import sys, pytest\n"
+             "class P:\n"
+             "    def pytest_collection_finish(self, session):\n"
+             "        print('LOADED', sorted(m for m in sys.modules if m.startswith('gpt2_conformance')))\n"
+             "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests', '-s'], plugins=[P()]))\n")
+    code, out = _run([python, "-c", probe], project, env)
+    assert code == 0, out[-3000:]
+    assert "LOADED ['gpt2_conformance', 'gpt2_conformance.pytest_plugin']" in out, out[-3000:]
