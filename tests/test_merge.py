@@ -5,6 +5,8 @@ table; every malformed or conflicting input gives a one-line error naming the fi
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import numpy as np
 import pytest
@@ -234,11 +236,102 @@ def test_foreign_json_in_a_folder_is_ignored_and_listed(tmp_path, capsys):
     folder = tmp_path / "artifacts"
     folder.mkdir()
     write(folder, "report.json", suite_result())
-    (folder / "bench-results.json").write_text(json.dumps({"meta": {}, "results": []}))
+    (folder / "other.json").write_text(json.dumps({"hello": 1}))
     code, err, doc = merge_files([str(folder)], tmp_path, capsys)
-    assert code == 0 and doc["ignored"] == [str(folder / "bench-results.json")]
-    assert f"ignored {folder / 'bench-results.json'}: neither a gpt2-conformance report" in err
+    assert code == 0 and doc["ignored"] == ["other.json"]
+    assert f"ignored {folder / 'other.json'}: neither a gpt2-conformance report" in err
     assert "Ignored (in a folder, but neither" in (tmp_path / "merged" / "merged.md").read_text()
+
+
+# -- the bench's raw output -------------------------------------------------------------
+RAW_BENCH = {"meta": {"device": "cpu", "root": "."}, "results": [{"backend": "numpy", "records": []}]}
+
+
+def test_bench_raw_output_beside_bench_json_is_skipped_without_a_warning(tmp_path, capsys):
+    """`bench --out-dir` writes bench-results.json beside bench.json: a folder of its outputs
+    merges without a warning, and the raw file is neither an input nor "ignored"."""
+    folder = tmp_path / "artifacts"
+    (folder / "bench").mkdir(parents=True)
+    write(folder, "report.json", suite_result())
+    write(folder / "bench", "bench.json", bench_json())
+    write(folder / "bench", "bench-results.json", RAW_BENCH)
+    code, err, doc = merge_files([str(folder)], tmp_path, capsys)
+    assert code == 0 and err == "", err
+    assert doc["ignored"] == [] and doc["inputs"] == ["report.json", "bench.json"]
+    assert "Ignored" not in (tmp_path / "merged" / "merged.md").read_text()
+
+
+def test_bench_raw_output_named_on_the_command_line_is_skipped_with_a_note(tmp_path, capsys):
+    raw = write(tmp_path, "bench-results.json", RAW_BENCH)
+    code, err, doc = merge_files([write(tmp_path, "report.json", suite_result()), raw], tmp_path, capsys)
+    assert code == 0 and doc["inputs"] == ["report.json"]
+    assert err.splitlines() == [f"gpt2-conformance merge: skipped {raw}: the bench's raw output; merge reads the "
+                                "bench.json written beside it"]
+
+
+def test_folder_of_only_bench_raw_output_says_what_it_found(tmp_path, capsys):
+    folder = tmp_path / "bench-results"
+    folder.mkdir()
+    raw = write(folder, "bench-results.json", RAW_BENCH)
+    code, err, doc = merge_files([str(folder)], tmp_path, capsys)
+    assert code == 2 and doc is None
+    assert err.splitlines() == ["gpt2-conformance merge: error: no conformance report or bench JSON among the inputs; "
+                                f"found only: {raw} (the bench's raw output; merge reads the bench.json written "
+                                "beside it)"]
+
+
+# -- no machine-local path in what merge publishes ----------------------------------------
+ABSOLUTE_PATH = re.compile(r"(?<![\w<.:/~-])/[\w.-]+/")  # "/dir/...", not "GB/s", "</td>" or "https://host/"
+
+
+def test_published_outputs_carry_no_machine_local_path(tmp_path, capsys):
+    """Reports whose golden-data line and file paths are absolute (the real describe() of the
+    shipped fixtures names the checkout) merge into documents that name neither: the files by
+    name, the golden data without its folder, a checkpoint by its file name."""
+    from gpt2_conformance.golden import data
+
+    fixtures = data.describe(None)
+    assert data.fixtures_dir() in fixtures, "the premise: a report's golden_data names the checkout's fixtures"
+    checkpoint = f"checkpoint {tmp_path}/models/gpt2/model.safetensors (its own tables; golden vectors from the " \
+                 "shipped fixtures)"
+    folder = tmp_path / "artifacts"
+    for sub in ("numpy-cpu", "torch-gpu", "bench", "jax-cpu"):
+        (folder / sub).mkdir(parents=True)
+    paths = [write(folder / "numpy-cpu", "report.json", suite_result(environment={"golden_data": fixtures})),
+             write(folder / "torch-gpu", "report.json",
+                   suite_result("torch", "gpu", environment={"golden_data": f"shipped fixtures ({tmp_path}/fix): x"})),
+             write(folder / "jax-cpu", "gpt2-conformance-jax-cpu.json",
+                   suite_result("jax", environment={"golden_data": checkpoint})),
+             write(folder / "bench", "bench.json", bench_json())]
+    (folder / "bench" / "stray.json").write_text("{}")
+    code, err, doc = merge_files([*paths[:-1], str(folder / "bench")], tmp_path, capsys)
+    assert code == 0, err
+    assert cli.main(["merge", *paths]) == 0
+    stdout = capsys.readouterr().out
+    out = tmp_path / "merged"
+    published = {name: (out / name).read_text() for name in ("merged.md", "merged.json", "scoreboard.html")}
+    published["stdout"] = stdout
+    for name, text in published.items():
+        for local in {str(tmp_path), os.getcwd(), data.fixtures_dir(), os.path.expanduser("~")} - {"/"}:
+            assert local not in text, f"{name} names the machine-local path {local}"
+        assert not ABSOLUTE_PATH.findall(text), f"{name} has absolute paths {ABSOLUTE_PATH.findall(text)}"
+    assert [c["file"] for c in doc["columns"]] == ["numpy-cpu/report.json", "torch-gpu/report.json",
+                                                   "gpt2-conformance-jax-cpu.json"]
+    assert doc["inputs"][-1] == "bench.json" and doc["ignored"] == ["stray.json"]
+    assert doc["golden_data"] == sorted([
+        fixtures.replace(f" ({data.fixtures_dir()})", ""), "shipped fixtures: x",
+        "checkpoint model.safetensors (its own tables; golden vectors from the shipped fixtures)"])
+    assert "golden data: checkpoint model.safetensors (its own tables; golden vectors from the shipped fixtures); " \
+           "shipped fixtures: the real GPT-2 124M wpe (sha256 " in published["merged.md"]
+    assert "<td>numpy-cpu/report.json</td>" in published["scoreboard.html"]
+
+
+def test_inputs_under_the_output_folder_are_named_relative_to_it(tmp_path, capsys):
+    out = tmp_path / "merged"
+    (out / "reports").mkdir(parents=True)
+    path = write(out / "reports", "numpy.json", suite_result())
+    code, err, doc = merge_files([path], tmp_path, capsys)
+    assert code == 0 and doc["columns"][0]["file"] == "reports/numpy.json" and doc["inputs"] == ["reports/numpy.json"]
 
 
 def test_different_parity_inputs_are_noted_not_compared(tmp_path, capsys, fingerprint):
