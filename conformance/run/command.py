@@ -60,12 +60,15 @@ def run(args) -> int:
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
     except (ImportError, LookupError, ValueError) as exc:  # WaiverFileError is a ValueError
-        return _usage(str(exc))
+        return _usage(str(exc), args)
     return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
 
 
-def _usage(message: str) -> int:
+def _usage(message: str, args=None) -> int:
     print(f"gpt2-conformance: error: {message}", file=sys.stderr)
+    folder = _LOG_DIRS.pop(id(args), None) if args is not None else None
+    if folder and not os.listdir(folder):
+        os.rmdir(folder)  # a refused command leaves no empty log folder behind
     return res.EXIT_USAGE
 
 

@@ -11,14 +11,20 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 
 
-def log_path(report_dir: str | None, name: str, device: str) -> str:
-    """Where a backend's framework output goes: beside its reports, else in a temporary folder."""
-    folder = report_dir or os.path.join(tempfile.gettempdir(), "gpt2-conformance-logs")
+def file_stem(name: str, device: str) -> str:
+    """The one naming rule for every file a run writes (reports and logs): "gpt2-conformance-NAME-
+    DEVICE", with anything but letters, digits, `.`, `_` and `-` as `_` (an --adapter spec's `:`
+    is refused by artifact uploaders and by Windows)."""
+    return f"gpt2-conformance-{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}-{device}"
+
+
+def log_path(folder: str, name: str, device: str) -> str:
+    """Where a backend's framework output goes: the run's folder (--report-dir, or a new temporary
+    folder for each run, so concurrent runs never write into one another's logs)."""
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, f"gpt2-conformance-{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}-{device}.log")
+    return os.path.join(folder, f"{file_stem(name, device)}.log")
 
 
 @contextlib.contextmanager
@@ -44,3 +50,5 @@ def native_output_to(path: str | None):
         os.dup2(saved[1], 2)
         os.close(saved[0])
         os.close(saved[1])
+        if os.path.exists(path) and os.path.getsize(path) == 0:
+            os.remove(path)  # nothing was said: leave no empty log behind

@@ -7,6 +7,7 @@ import os
 from xml.etree import ElementTree as ET
 
 from gpt2_conformance import results as res
+from gpt2_conformance.run import console
 
 
 def scorecard(result: res.SuiteResult) -> str:
@@ -83,7 +84,7 @@ def to_markdown(result: res.SuiteResult) -> str:
 def write_all(result: res.SuiteResult, directory: str) -> list[str]:
     """JSON, JUnit XML and Markdown for one backend run; returns the paths written."""
     os.makedirs(directory, exist_ok=True)
-    stem = os.path.join(directory, f"gpt2-conformance-{result.backend}-{result.device}")
+    stem = os.path.join(directory, console.file_stem(result.backend, result.device))
     paths = []
     for ext, text in (("json", to_json(result)), ("xml", to_junit(result)), ("md", to_markdown(result))):
         with open(f"{stem}.{ext}", "w", encoding="utf-8") as f:
