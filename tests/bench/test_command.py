@@ -1,0 +1,60 @@
+"""The `bench` subcommand with its children faked: every output written and the gate applied,
+--malloc reaching the child's environment, --backend names expanded or refused."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+
+import pytest
+
+from gpt2_conformance.bench import command
+from helpers.bench_results import bench_args, child_request, child_result
+
+
+def test_command_writes_all_outputs_and_gates(tmp_path, monkeypatch, capsys):
+    medians = iter([0.010, 0.012, 0.012])
+    monkeypatch.setattr(command, "run_child", lambda request, log_dir, timeout: child_result(median=next(medians)))
+    assert command.run(bench_args(tmp_path, "--quick")) == 0
+    out = tmp_path / "out"
+    assert (out / "bench.json").exists() and (out / "bench.md").exists()
+    assert "| forward_prefill | B8-T1024-d768 | numpy |" in (out / "bench.md").read_text()
+    if importlib.util.find_spec("matplotlib"):
+        assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text((out / "bench.json").read_text())
+    assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "10")) == 1
+    assert "REGRESSED" in capsys.readouterr().out
+    assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "30")) == 0
+
+
+def test_malloc_setting_reaches_the_backend_process(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run(cmd, stderr, env, timeout, cwd):
+        seen.update(env)
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(command.subprocess, "run", fake_run)
+    request = child_request("numpy")  # retain unless asked otherwise
+    result = command.run_child(request, str(tmp_path), timeout=1)
+    assert "timeout" in result["error"]
+    assert seen["MALLOC_MMAP_THRESHOLD_"] == str(4 << 30) and seen["MALLOC_TRIM_THRESHOLD_"] == str(64 << 30)
+    seen.clear()
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    command.run_child(dict(request, malloc="system"), str(tmp_path), timeout=1)
+    assert "MALLOC_MMAP_THRESHOLD_" not in seen and seen["PYTHONUNBUFFERED"] == "1"
+
+
+def test_backend_names_expand_all_and_refuse_unknown_names(tmp_path, capsys):
+    from gpt2_conformance import registry
+
+    assert command.backend_names(None) == [b for b in command.own_hooks() if command.installed(b)]
+    every = command.backend_names(["all"])
+    assert every[0] == "numpy" and set(every) <= set(registry.available())
+    assert command.backend_names(["numpy", "numpy", "x.y:z"]) == ["numpy", "x.y:z"]
+    with pytest.raises(LookupError, match="'nope': unknown backend"):
+        command.backend_names(["nope"])
+    args = bench_args(tmp_path)
+    args.backend = ["nope"]
+    assert command.run(args) == 2 and "unknown backend" in capsys.readouterr().err

@@ -1,0 +1,81 @@
+"""Each row's limit: the last-level cache read from sysfs and the flush it sizes, a streaming
+reference moving each workload's own least bytes in its own cache state (bandwidth.matched), and,
+in a real numpy run (slow), no row above its limit on this machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpt2_conformance.bench import child, verdict
+from gpt2_conformance.bench import workloads as wl
+
+
+def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
+    from gpt2_conformance.bench import cache
+
+    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "64K"),
+                                                 (2, "Unified", "2048K"), (3, "Unified", "480M")]):
+        d = tmp_path / f"index{index}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert cache.llc_bytes(str(tmp_path)) == 480 << 20
+    assert cache.llc_bytes(str(tmp_path / "missing")) is None
+    assert cache.flush_bytes(480 << 20) == 960 << 20
+    assert cache.flush_bytes(8 << 20) == cache.FLUSH_MIN_BYTES and cache.flush_bytes(4 << 30) == cache.FLUSH_MAX_BYTES
+    assert cache.flush_bytes(None) == 512 << 20
+
+
+def test_limits_match_each_workloads_bytes_and_cache_state(monkeypatch):
+    """On a fake machine with a 32 MiB LLC (issue 12's): the flush reads 256 MiB, and every
+    workload gets a reference moving its own least bytes, cold ones with the flush before each
+    round, warm ones without."""
+    from gpt2_conformance.bench import bandwidth, cache
+
+    monkeypatch.setattr(cache, "llc_bytes", lambda root=None: 32 << 20)
+    assert cache.flush_bytes(cache.llc_bytes()) == 256 << 20
+    calls = []
+    monkeypatch.setattr(bandwidth, "matched", lambda read, write, flush=None: calls.append((read, write, flush))
+                        or {"read": read, "write": write, "gbps": 10.0, "gbps_min": 9.0, "gbps_max": 11.0,
+                            "cache": "warm" if flush is None else "cold", "threads": 1})
+    warm, cold, step = (wl.Workload("forward", "prefill", 8, 1024, 768),
+                        wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold"),
+                        wl.Workload("step", "decode", 1, 1, 768, 512))
+    flush = object()
+    limits = child.workload_limits([warm, cold, step], flush)
+    u = child.distinct_ids(warm)
+    assert 7000 < u < 8192  # the drawn ids repeat: fewer rows to read than tokens
+    assert calls == [(*wl.traffic(warm, u), None), (*wl.traffic(cold, u), flush), (*wl.traffic(step, 1), None)]
+    assert limits[cold.group]["cache"] == "cold" and limits[warm.group]["distinct_ids"] == u
+
+
+def test_matched_reference_moves_the_bytes_it_says():
+    from gpt2_conformance.bench import bandwidth
+
+    for read, write in ((3 << 20, 1 << 20), (1 << 20, 3 << 20), (2 << 20, 2 << 20)):
+        for reader in bandwidth.READERS:
+            runs, moved = bandwidth._streams(read, write, 2, reader)
+            assert moved == read + write and len(runs) == 2
+            for run in runs:
+                run()
+    out = bandwidth.matched(3 << 20, 1 << 20, rounds=3, max_time=0)
+    assert out["cache"] == "warm" and out["gbps"] > 0 and out["read"] == 3 << 20
+    assert out["gbps"] == max(out["one_thread_gbps"], out.get("all_cores_gbps", 0)) and out["reader"] in bandwidth.READERS
+    with pytest.raises(ValueError, match="matched.read=-1"):
+        bandwidth.matched(-1, 8)
+
+
+@pytest.mark.slow  # a real numpy child run at the bar shape, warm and cold
+def test_no_numpy_row_exceeds_its_limit_on_this_machine():
+    """A real (small) run of the numpy reference, warm and cold: every row's least bytes over
+    its time stay under its own matched limit (the physical claim behind "% of the limit")."""
+    plan = [wl.Workload("forward", "prefill", 8, 1024, 768), wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold"),
+            wl.Workload("forward", "decode", 64, 1, 768, 512), wl.Workload("logits", "decode", 1, 1, 768, 512)]
+    request = {"backend": "numpy", "device": "cpu", "workloads": [w.as_dict() for w in plan],
+               "bandwidth_bytes": 64 << 20, "min_rounds": 5, "max_rounds": 9, "max_time": 0.2, "warmup": 1,
+               "modes": ["suite", "take-out"]}
+    result = child.run(request)
+    rows = verdict.workload_rows([result])
+    assert len([r for r in rows if "stats" in r]) >= 5
+    assert verdict.model_errors(rows) == [], verdict.model_errors(rows)

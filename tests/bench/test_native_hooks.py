@@ -1,0 +1,148 @@
+"""Implementations without bench hooks of their own: timed through the Adapter API (the bridge)
+and beside it their native_bench; a native hook of the wrong type is named; every built-in
+native hook converts nothing to numpy inside a timed call and computes the adapter's h (slow);
+the torch reference times the same through the public native path as through its own hooks
+(slow)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+from gpt2_conformance.bench import child, command, verdict
+from gpt2_conformance.bench import workloads as wl
+from helpers import bench_adapters
+from helpers.bench_results import child_request
+
+
+def test_an_adapter_spec_without_native_hooks_is_timed_through_the_bridge():
+    spec = bench_adapters.PLAIN_NUMPY_SPEC
+    request = dict(child_request(spec), workloads=[wl.Workload("forward", "decode", 2, 1, 768, 3).as_dict(),
+                                                   wl.Workload("backward", "decode", 2, 1, 768, 3).as_dict(),
+                                                   wl.Workload("logits", "decode", 1, 1, 768, 3).as_dict(),
+                                                   wl.Workload("step", "decode", 1, 1, 768, 3).as_dict()])
+    result = child.run(request)
+    assert result["skipped"] is None and list(result["modes"]) == ["bridge"]
+    kinds = {wl.Workload(**r["workload"]).kind for r in result["records"] if "stats" in r}
+    assert kinds == {"forward", "logits", "step"}, f"timed {kinds}, but should be forward, logits, step (no backward)"
+    rows = verdict.workload_rows([result])
+    assert verdict.bar(rows) == {}  # the implementation's own check: never counted for the bar
+    gpu = child.run(dict(child_request(spec, "gpu")))
+    assert gpu["records"] == [] and "does not claim device 'gpu'" in gpu["skipped"]
+
+
+def test_the_native_method_of_an_adapter_is_timed_beside_the_bridge():
+    request = dict(child_request(bench_adapters.NATIVE_NUMPY_SPEC),
+                   workloads=[wl.Workload("forward", "decode", 2, 1, 768, 3).as_dict(),
+                              wl.Workload("step", "decode", 1, 1, 768, 3).as_dict()])
+    result = child.run(request)
+    assert list(result["modes"]) == ["native", "bridge"] and result["fastest_mode"] == "native"
+    timed = {(r["mode"], wl.Workload(**r["workload"]).kind) for r in result["records"] if "stats" in r}
+    assert timed == {("native", "forward"), ("native", "step"), ("bridge", "forward"), ("bridge", "step")}
+    steps = verdict.decode_steps(verdict.workload_rows([result]))
+    assert {s["mode"] for s in steps} == {"native", "bridge"} and all(s["embed_ms"] is None for s in steps)
+
+
+def test_a_native_hook_of_the_wrong_type_is_named():
+    from gpt2_conformance.bench import native
+
+    class Wrong(NumpyAdapter):
+        def native_bench(self, device):
+            return {"forward": None}
+
+    with pytest.raises(TypeError, match="Wrong.native_bench returned dict, but should return a .*NativeBench"):
+        native.find(Wrong(), "cpu")
+
+
+NATIVE_BACKENDS = ("torch", "hf-transformers", "transformer-lens", "keras-hub-tensorflow", "keras-hub-jax",
+                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf")
+NATIVE_CHECK = """
+import sys, numpy as np
+from gpt2_conformance import registry
+from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.bench import native
+from gpt2_conformance.bench.child import _tables
+name = sys.argv[1]
+factory = registry.resolve(name)
+assert native.has_native(factory), f"{name}: no native hooks"
+wte, wpe = _tables(768)
+adapter = factory(AdapterConfig(768))
+adapter.load_tables(wte, wpe)
+nb = native.find(adapter, "cpu")
+ids = np.random.default_rng(0).integers(0, 50257, (2, 128)).astype(np.int64)  # int64: every adapter takes it
+for past in (0, 5, 5):
+    t = nb.put(ids)
+    nb.sync(nb.logits(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
+    with native.conversion_guard() as seen:
+        h = nb.sync(nb.forward(t, past))
+        logits = nb.sync(nb.logits(h))
+    assert seen == [], f"{name}: numpy conversions inside a native call: {seen}"
+    assert type(h).__module__.split(".")[0] != "numpy", f"{name}: native h is {type(h)}"
+    if hasattr(h, "numpy") and not hasattr(h, "detach"):  # an OrtValue or a tf tensor
+        native_h = h.numpy()
+    elif hasattr(adapter, "_numpy"):  # keras
+        native_h = adapter._numpy(h)
+    else:
+        native_h = np.asarray(h.detach() if hasattr(h, "detach") else h)
+    same = np.array_equal(np.asarray(adapter.embed(ids, past)), native_h)
+    assert same, f"{name}: native h differs from the Adapter API's h at past_length={past}"
+with native.conversion_guard() as seen:
+    adapter.embed(ids, 5)
+assert seen, f"{name}: the guard saw no conversion in the Adapter API's embed, so it proves nothing"
+print("ok", name, [n for n, _ in seen][:3])
+"""
+
+
+@pytest.mark.slow  # a process per backend, each importing its framework
+@pytest.mark.parametrize("backend", NATIVE_BACKENDS)
+def test_native_hooks_convert_nothing_and_compute_the_adapters_h(backend):
+    """Every built-in native hook, in its own process (one Keras backend per process): no numpy
+    conversion inside a timed forward or head (conversion_guard, shown to catch the bridge's),
+    and the same h as the Adapter API, bit for bit."""
+    from gpt2_conformance import registry
+
+    missing = registry.missing_framework(backend)
+    if missing:
+        pytest.skip(f"{backend}: {missing} is not installed")
+    done = subprocess.run([sys.executable, "-c", NATIVE_CHECK, backend], capture_output=True, text=True,
+                          timeout=600, cwd=command.REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0 and "ok " + backend in done.stdout, (done.stdout + done.stderr)[-3000:]
+
+
+@pytest.mark.slow  # times torch's forward at B=8, T=256, 90 rounds a side
+def test_torch_reference_times_the_same_through_the_public_native_path():
+    """Fairness: the torch reference reached as any implementation is (adapter + native_bench,
+    put once, native sync) against its own bench.py suite mode, calls interleaved so both see
+    the same load: the medians agree within the larger IQR (at least 5% of the median)."""
+    pytest.importorskip("torch")
+    from gpt2_conformance.backends.torch import bench as torch_bench
+    from gpt2_conformance.bench import native, timing
+    from gpt2_conformance.bench.adapter_hooks import AdapterHooks
+
+    wte, wpe = child._tables(768)
+    w = wl.Workload("forward", "prefill", 8, 256, 768)
+    ids = child._inputs(w)[0]
+    own = torch_bench.Runner(wte, wpe, "suite", "cpu")
+    own_call = own.make(w, own.put(ids), 0)
+    hooks = AdapterHooks("gpt2_conformance.backends.torch.adapter:TorchAdapter")
+    assert hooks.native and "native" in hooks.MODES
+    public = hooks.Runner(wte, wpe, "native", "cpu")
+    public_call, _ = child._make(public, w, public.put(ids), 0, None, None)
+    with native.conversion_guard() as seen:
+        public.sync(public_call())
+    assert seen == []
+    samples = {"own": [], "public": []}
+    for _ in range(3):  # interleaved blocks
+        for name, call, sync in (("own", own_call, own.sync), ("public", public_call, public.sync)):
+            samples[name] += timing.measure(call, sync, min_rounds=15, max_rounds=15, max_time=0, warmup=2).samples
+    from gpt2_conformance.bench.stats import summary
+
+    a, b = summary(samples["own"]), summary(samples["public"])
+    spread = max(a["iqr"], b["iqr"], 0.05 * min(a["median"], b["median"]))
+    assert abs(a["median"] - b["median"]) <= spread, (
+        f"native path median={b['median'] * 1e3:.3f} ms, but should be within {spread * 1e3:.3f} ms of the own "
+        f"hooks' {a['median'] * 1e3:.3f} ms [torch suite mode, {w.group}]")

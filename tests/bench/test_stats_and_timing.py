@@ -1,0 +1,61 @@
+"""The statistics and the timing: summary() is pytest-benchmark's own formulas, a before() hook
+(the cold flush) runs every round outside the timed call, page faults per call tell a fresh
+output from a reused one, and the load of other processes leaves out the bench's own CPU time."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+
+def test_stats_are_pytest_benchmarks_own_formulas():
+    from pytest_benchmark.stats import Stats
+
+    from gpt2_conformance.bench.stats import summary
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 4, 5, 6, 7, 11, 60):
+        samples = list(rng.random(n))
+        st = Stats()
+        for x in samples:
+            st.update(x)
+        assert summary(samples) == st.as_dict(), f"summary(n={n}) differs from pytest_benchmark.stats.Stats"
+
+
+def test_before_hook_runs_every_round_outside_the_timed_call():
+    import time
+
+    from gpt2_conformance.bench import timing
+
+    flushes = []
+    t = timing.measure(lambda: None, before=lambda: (flushes.append(1), time.sleep(0.02)),
+                       min_rounds=5, max_rounds=5, max_time=0, warmup=1)
+    assert len(flushes) == len(t.samples) == 5
+    assert t.median < 0.005, f"median={t.median * 1e3:.1f} ms, but the 20 ms before() must not be timed"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page-fault counts and glibc's malloc are Linux's")
+def test_faults_per_call_tells_a_fresh_output_from_a_reused_one():
+    from gpt2_conformance.bench import timing
+
+    buffer = np.empty(64 << 18, np.float32)  # 64 MiB, above glibc's largest mmap threshold
+    reused = timing.measure(lambda: buffer.fill(1.0), min_rounds=3, max_rounds=3, max_time=0, warmup=1)
+    fresh = timing.measure(lambda: np.ones(64 << 18, np.float32), min_rounds=3, max_rounds=3, max_time=0, warmup=1)
+    # 64 MiB is 32 huge pages or 16384 small ones: either way far above a reused buffer's 0
+    assert reused.faults_per_call < 2 <= 16 <= fresh.faults_per_call, (reused.faults_per_call, fresh.faults_per_call)
+
+
+def test_other_load_subtracts_the_bench_own_cpu_time(monkeypatch):
+    from gpt2_conformance.bench import timing
+
+    clock = {"busy": 100.0, "own": 10.0, "wall": 50.0}
+    monkeypatch.setattr(timing, "_system_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setattr(timing, "_own_cpu_seconds", lambda: clock["own"])
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock["wall"])
+    load = timing.OtherLoad()
+    clock.update(busy=100.0 + 30.0, own=10.0 + 20.0, wall=50.0 + 10.0)  # 30 s busy in 10 s, 20 of them ours
+    assert load.cores() == pytest.approx(1.0)
+    monkeypatch.setattr(timing, "_system_busy_seconds", lambda: None)
+    assert load.cores() is None

@@ -1,0 +1,55 @@
+"""The rows and the bars (conformance/bench/verdict.py): % of each row's own limit, the 2/3 and
+90% bars, warm and cold each judged against its own cache state, and a row above its limit
+flagged as a model error, never shown as a result and never counted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpt2_conformance.bench import files, table
+from gpt2_conformance.bench import workloads as wl
+from gpt2_conformance.bench.verdict import bar, workload_rows
+from helpers.bench_results import BAR_BYTES, child_result
+
+
+def test_pct_of_limit_and_bar():
+    rows = workload_rows([child_result("torch", median=BAR_BYTES / 18e9 / 0.5)])  # exactly half the limit
+    assert rows[0]["pct_limit"] == pytest.approx(50.0)
+    verdict = bar(rows)
+    assert verdict["torch"]["meets"] is False and verdict["best"]["meets"] is False
+    verdict = bar(workload_rows([child_result("jax", median=BAR_BYTES / 18e9 / 0.89)]))
+    assert verdict["jax"]["meets"] and not verdict["best"]["meets"], "89% misses the 90% bar (issue 12)"
+    verdict = bar(workload_rows([child_result("jax", median=BAR_BYTES / 18e9 / 0.91)]))
+    assert verdict["jax"]["meets"] and verdict["best"]["meets"]
+
+
+def test_warm_and_cold_are_each_judged_against_their_own_state():
+    warm, cold = wl.Workload("forward", "prefill", 8, 1024, 768), \
+        wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold")
+    # one time for both rows, a warm limit 3x the cold one (a working set in cache)
+    res = child_result("torch", median=BAR_BYTES / 9e9, limit={"warm": 30.0, "cold": 10.0}, workloads=[warm, cold])
+    rows = workload_rows([res])
+    assert {r["workload"].cache: round(r["pct_limit"]) for r in rows} == {"warm": 30, "cold": 90}
+    assert bar(rows)["torch"]["pct"] == pytest.approx(30.0)
+    assert bar(rows, "cold")["torch"]["pct"] == pytest.approx(90.0)
+    text = table.ConsoleTable().render([res], rows, {"cores": 2, "other_load_cores": 0.0})
+    assert "bar at forward_prefill B=8, T=1024, d=768, warm" in text and ", cold (" in text
+    assert "machine: 2 cores, LLC 32 MiB" in text and "NOT A VERDICT" not in text
+    busy = table.ConsoleTable().render([res], rows, {"cores": 2, "other_load_cores": 1.44})
+    assert "NOT A VERDICT: other processes kept 1.44 cores busy" in busy
+
+
+def test_a_row_above_its_limit_is_flagged_never_shown_as_a_result(tmp_path):
+    res = child_result("jax", median=BAR_BYTES / 18e9 / 1.35)  # 135% of its limit: the model is wrong
+    rows = workload_rows([res])
+    assert "pct_limit" not in rows[0] and rows[0]["model_error"].startswith("135% of its limit")
+    assert bar(rows) == {}, "a flagged row never counts for the bar"
+    text = table.ConsoleTable().render([res], rows)
+    assert "MODEL ERROR" in text and "MODEL ERRORS: rows above 100% of their limit" in text and "135%" in text
+    assert "135%" not in text.split("MODEL ERRORS")[0], "the percentage is never shown as a result"
+    paths = files.write_all([res], rows, {"device": "cpu", "root": "."}, str(tmp_path))
+    extra = json.loads(open(paths["json"]).read())["benchmarks"][0]["extra_info"]
+    assert extra["pct_of_limit"] is None and extra["model_error"].startswith("135%")
+    assert "MODEL ERRORS" in open(paths["markdown"]).read()
