@@ -90,8 +90,8 @@ def _run_clauses(args) -> "object":
     from gpt2_conformance.run import runner
 
     name = args.adapter or args.backend
-    result = runner.run_backend(name, args.device, adapter_spec=args.adapter,
-                                extra_args=["--gpt2c-checkpoint", args.checkpoint, "-k", "test_golden", "--tb=no"])
+    result = runner.run_backend(name, args.device, adapter_spec=args.adapter, checkpoint=args.checkpoint,
+                                extra_args=["-k", "test_golden", "--tb=no"])
     return dataclasses.replace(result, clauses=[c for c in result.clauses if c.clause.group == GROUP])
 
 

@@ -89,7 +89,8 @@ def test_wpe_rows(zero_wte_adapter, golden_tables, capabilities, offset):
     seq = golden.sequence("software")
     past = _offset(seq, offset, capabilities)
     ids = np.array([seq.ids], np.int64)
-    call = describe_call("embed", ids, past, tables="wte zero, golden wpe")
+    loaded = "the checkpoint's wpe" if golden_tables.checkpoint is not None else "the real GPT-2 wpe"
+    call = describe_call("embed", ids, past, tables=f"wte zero, {loaded}")
     h = as_array(zero_wte_adapter.embed(ids, past), call)
     real = golden.wpe[past : past + ids.shape[1]]
     if h.shape == (1,) + real.shape:
