@@ -55,3 +55,50 @@ def test_a_crash_in_the_last_test_is_no_backend_error(tmp_path):
     junit = ET.parse(next((tmp_path / "r").glob("*.xml"))).getroot()
     assert junit.find("error") is None and junit.get("errors") == "0", ET.tostring(junit)[:500]
     assert "SIGSEGV" in report["parity"].get("error", "") or report["parity"].get("cases"), report["parity"]
+
+
+MISSING_FRAMEWORK_ENTRY = '''
+from gpt2_conformance.api.backend import REFERENCE, Backend
+
+BACKEND = Backend(name="needs-missing", adapter="adapter:Adapter", requires=("no_such_framework_gpt2c",),
+                  kind=REFERENCE, extra="missing-extra")
+'''
+
+
+def _entry_point_env(tmp_path, package: str, entry: str) -> dict:
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(entry)
+    info = tmp_path / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[gpt2_conformance.backends]\n{package} = {package}\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+
+
+def test_a_backend_whose_framework_is_missing_says_how_to_install_it(tmp_path):
+    env = _entry_point_env(tmp_path, "needs_missing", MISSING_FRAMEWORK_ENTRY)
+    run = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "needs-missing"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "no_such_framework_gpt2c is not installed (pip install 'gpt2-conformance[missing-extra]')" in run.stderr
+    listed = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "list", "--long"], capture_output=True,
+                            text=True, env=env, cwd=tmp_path)
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("needs-missing"))
+    assert "not installed" in row and "gpt2-conformance[missing-extra]" in row, row
+    assert not list(tmp_path.glob("gpt2-conformance-*"))  # a refused command leaves no log behind
+
+
+@pytest.mark.slow  # two whole runs at once
+def test_report_and_log_names_are_safe_and_concurrent_runs_keep_their_own_logs(tmp_path):
+    """Two runs at once of an --adapter spec (its ':' is not allowed in artifact names): each
+    has its own log folder, printed; the report files use the same safe stem as the log."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "helpers.mutants:FlatLogits",
+           "--jobs", "1"]
+    procs = [subprocess.Popen([*cmd, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                              cwd=tmp_path) for extra in ([], ["--report-dir", "r"])]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    logs = [re.search(r"^log: (.*)$", out, re.M).group(1) for out in outs]
+    assert logs[0] != logs[1] and all(os.path.getsize(os.path.join(tmp_path, log)) > 0 for log in logs), logs
+    stems = sorted(p.name for p in (tmp_path / "r").iterdir())
+    assert stems == [f"gpt2-conformance-helpers.mutants_FlatLogits-cpu.{ext}" for ext in ("json", "log", "md", "xml")]
