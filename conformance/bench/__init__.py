@@ -11,7 +11,11 @@ each against this machine's memory bandwidth measured in the same process.
                   busy other processes kept the machine
     child.py      one backend in one process: runs its backends/<fw>/bench.py hooks
     adapter_hooks.py  the same hooks for any other adapter, through the Adapter API
-    outputs.py    console table, pytest-benchmark JSON, Markdown, PNG
+    verdict.py    the rows each result gives, the bars (warm and cold), the decode-step table
+    table.py      the console table and bench.md
+    benchmark_json.py  bench.json in pytest-benchmark's layout (--compare reads it)
+    plot.py       bench.png (matplotlib, imported only to draw)
+    files.py      every output file of a run, written in one place
     compare.py    --compare BASELINE.json --fail-above PCT
     command.py    the `bench` subcommand
 """

@@ -96,7 +96,7 @@ def measure(nbytes: int = DEFAULT_BYTES, rounds: int = 7, kernels=None, sync=lam
 READERS = {"max": lambda x: x.max(), "dot": lambda x: np.dot(x, x)}  # BLAS sdot reads x once
 
 
-def _streams(read: int, write: int, pieces: int, reader: str = "max"):
+def streams(read: int, write: int, pieces: int, reader: str = "max"):
     """One callable per piece that, together, copy min(R, W) bytes and read (R > W) or fill
     (W > R) the rest: R read and W written in all, each buffer written once here first so its
     pages exist before the first timed round."""
@@ -137,7 +137,7 @@ def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float 
     readers = tuple(READERS) if read > write else ("max",)  # a read pass: the faster reader counts
     try:
         for threads, reader in ((t, r) for t in sorted({1, cores}) for r in readers):
-            runs, moved = _streams(read, write, threads, reader)
+            runs, moved = streams(read, write, threads, reader)
             if threads == 1:
                 call = runs[0]
             else:

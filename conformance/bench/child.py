@@ -39,14 +39,14 @@ def _hooks(backend: str):
     return AdapterHooks(backend)
 
 
-def _tables(d: int):
+def tables(d: int):
     rng = np.random.default_rng(d)
     wte = (rng.standard_normal((gpt2.N_VOCAB, d), np.float32) * np.float32(gpt2.WTE_INIT_STD))
     wpe = (rng.standard_normal((gpt2.N_CTX, d), np.float32) * np.float32(gpt2.WPE_INIT_STD))
     return wte, wpe
 
 
-def _inputs(w: workloads.Workload):
+def inputs(w: workloads.Workload):
     rng = np.random.default_rng(1)
     ids = rng.integers(0, gpt2.N_VOCAB, (w.batch, w.seq), dtype=np.int32)
     dh = rng.standard_normal((w.batch, w.seq, w.n_embd), np.float32) if w.kind == "backward" else None
@@ -56,10 +56,10 @@ def _inputs(w: workloads.Workload):
 
 def distinct_ids(w: workloads.Workload) -> int:
     """Distinct token ids in the workload's input: the wte rows a forward must read."""
-    return int(np.unique(_inputs(w)[0]).size)
+    return int(np.unique(inputs(w)[0]).size)
 
 
-def _make(runner, w: workloads.Workload, ids, past_length, dh, h):
+def make_call(runner, w: workloads.Workload, ids, past_length, dh, h):
     """(call, sync) for w. A decode step is the mode's forward then its head in one call (the
     head reads an h of the same shape: its cost does not depend on the values); None where the
     mode does not time w."""
@@ -152,7 +152,7 @@ def run(request: dict) -> dict:
     rounds = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
                   max_time=request.get("max_time", 2.0), warmup=request.get("warmup", 2))
     for d in sorted({w.n_embd for w in plan}):
-        wte, wpe = _tables(d)  # one size in memory at a time: the last size's tables are freed here
+        wte, wpe = tables(d)  # one size in memory at a time: the last size's tables are freed here
         for mode in modes:
             if mode not in hooks.MODES:
                 continue
@@ -164,11 +164,11 @@ def run(request: dict) -> dict:
                 result["records"].append({"mode": mode, "n_embd": d, "error": f"setup: {exc!r}"})
                 continue
             for w in (w for w in plan if w.n_embd == d):
-                ids, dh, h = _inputs(w)
+                ids, dh, h = inputs(w)
                 rec = {"mode": mode, "workload": w.as_dict(), "setup_s": setup_s,
                        "distinct_ids": result["limits"][w.group]["distinct_ids"]}
                 try:
-                    call, sync = _make(runner, w, runner.put(ids), w.past_length,
+                    call, sync = make_call(runner, w, runner.put(ids), w.past_length,
                                        None if dh is None else runner.put(dh), None if h is None else runner.put(h))
                     if call is None:
                         continue

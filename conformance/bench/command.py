@@ -24,7 +24,8 @@ import time
 
 from gpt2_conformance.api import machine
 from gpt2_conformance.bench import compare as compare_mod
-from gpt2_conformance.bench import outputs, timing, workloads
+from gpt2_conformance.bench import files, timing, verdict, workloads
+from gpt2_conformance.bench.table import ConsoleTable
 
 # glibc serves large blocks with mmap and unmaps them on free; the size above which it does so
 # moves with the process's history (it rises to the size of a freed mmapped block, up to 32 MiB,
@@ -193,9 +194,9 @@ def run(args) -> int:
         results.append(run_child(_request(args, name), args.out_dir, args.timeout))
         if results[-1].get("skipped"):
             print(f"  {name:10s} skipped: {results[-1]['skipped']}", flush=True)
-    verdict = args.verdict if args.verdict is not None else not args.quick
+    time_verdicts = args.verdict if args.verdict is not None else not args.quick
     verdicts = []
-    if verdict:
+    if time_verdicts:
         for res in results:
             if res.get("skipped") or res.get("error"):
                 continue
@@ -206,13 +207,13 @@ def run(args) -> int:
             "other_load_cores": other_load.cores(), "malloc": args.malloc, "verdicts": verdicts}
     rows = []
     try:  # the figures are measured: from here on a failure costs one output, never the run's figures
-        rows = outputs.rows(results) + outputs.verdict_rows(verdicts)
-        print("\n" + outputs.console(results, rows, meta), flush=True)
+        rows = verdict.workload_rows(results) + verdict.verdict_rows(verdicts)
+        print("\n" + ConsoleTable().render(results, rows, meta), flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"bench: the console table failed ({type(exc).__name__}: {exc}); the raw results are written below",
               flush=True)
     meta["wall_s"] = time.perf_counter() - start
-    paths = outputs.write_all(results, rows, meta, args.out_dir)
+    paths = files.write_all(results, rows, meta, args.out_dir)
     for kind, path in paths.items():
         print(f"wrote {path}")
     code = 1 if any(r.get("error") for r in results) else 0

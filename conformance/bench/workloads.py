@@ -2,7 +2,7 @@
 
 Byte accounting: the least traffic a correct implementation must move between memory and
 the cores, so that "% of the limit" is an upper bound (a row above 100% means this model, or
-the reference it is divided by, is wrong: outputs.py flags it and never shows it as a result).
+the reference it is divided by, is wrong: verdict.py flags it and never shows it as a result).
 s = bytes per element (float32 unless the dtype says otherwise); U = distinct token ids in the
 call (a row read once serves every token that repeats it; the bench's random ids repeat: 7,5xx
 distinct of 8,192 at the bar shape); V = 50257, C = 1024.

@@ -55,7 +55,7 @@ def test_matched_reference_moves_the_bytes_it_says():
 
     for read, write in ((3 << 20, 1 << 20), (1 << 20, 3 << 20), (2 << 20, 2 << 20)):
         for reader in bandwidth.READERS:
-            runs, moved = bandwidth._streams(read, write, 2, reader)
+            runs, moved = bandwidth.streams(read, write, 2, reader)
             assert moved == read + write and len(runs) == 2
             for run in runs:
                 run()

@@ -123,15 +123,15 @@ def test_torch_reference_times_the_same_through_the_public_native_path():
     from gpt2_conformance.bench import native, timing
     from gpt2_conformance.bench.adapter_hooks import AdapterHooks
 
-    wte, wpe = child._tables(768)
+    wte, wpe = child.tables(768)
     w = wl.Workload("forward", "prefill", 8, 256, 768)
-    ids = child._inputs(w)[0]
+    ids = child.inputs(w)[0]
     own = torch_bench.Runner(wte, wpe, "suite", "cpu")
     own_call = own.make(w, own.put(ids), 0)
     hooks = AdapterHooks("gpt2_conformance.backends.torch.adapter:TorchAdapter")
     assert hooks.native and "native" in hooks.MODES
     public = hooks.Runner(wte, wpe, "native", "cpu")
-    public_call, _ = child._make(public, w, public.put(ids), 0, None, None)
+    public_call, _ = child.make_call(public, w, public.put(ids), 0, None, None)
     with native.conversion_guard() as seen:
         public.sync(public_call())
     assert seen == []

@@ -46,7 +46,7 @@ def _runner(backend: str, mode: str, d: int):
         from gpt2_conformance.bench import child
 
         hooks = importlib.import_module(registry.entry(backend).bench_module)
-        wte, wpe = child._tables(d)
+        wte, wpe = child.tables(d)
         _CACHE[key] = (hooks, hooks.Runner(wte, wpe, mode, "cpu"))
     return _CACHE[key]
 
@@ -85,8 +85,8 @@ def _bench(benchmark, limit_gbps, backend, mode, w, flush):
     from gpt2_conformance.bench import child
 
     hooks, runner = _runner(backend, mode, w.n_embd)
-    ids, dh, h = child._inputs(w)
-    call, sync = child._make(runner, w, runner.put(ids), w.past_length, None if dh is None else runner.put(dh),
+    ids, dh, h = child.inputs(w)
+    call, sync = child.make_call(runner, w, runner.put(ids), w.past_length, None if dh is None else runner.put(dh),
                              None if h is None else runner.put(h))
     if call is None:
         pytest.skip(f"{backend} {mode} does not time {w.kind}")

@@ -1,6 +1,6 @@
 """Fake inputs for `merge` and the scoreboard, made by the real writers: a conformance report
 from a SuiteResult (gpt2_conformance.run.report.to_json) and a bench JSON in pytest-benchmark's
-layout (gpt2_conformance.bench.outputs.benchmark_json)."""
+layout (gpt2_conformance.bench.benchmark_json)."""
 
 from __future__ import annotations
 
@@ -41,9 +41,10 @@ def write(tmp_path, name, result_or_dict) -> str:
 
 
 def bench_json(backend="numpy", median=0.004, node="host-a") -> dict:
-    """A bench JSON in the real layout: gpt2_conformance.bench.outputs.benchmark_json itself."""
+    """A bench JSON in the real layout: gpt2_conformance.bench.benchmark_json itself."""
     pytest.importorskip("pytest_benchmark")
-    from gpt2_conformance.bench import outputs
+    from gpt2_conformance.bench.benchmark_json import BenchmarkJSON
+    from gpt2_conformance.bench.verdict import workload_rows
     from gpt2_conformance.bench import workloads as wl
     from gpt2_conformance.bench.timing import Timing
 
@@ -55,6 +56,6 @@ def bench_json(backend="numpy", median=0.004, node="host-a") -> dict:
     result = {"backend": backend, "device": "cpu", "records": records, "modes": {"suite": "the suite's mode"},
               "bandwidth": {"copy_gbps": 30.0}, "suite_mode": "suite", "fastest_mode": "suite",
               "check": {"suite": "on (host check)"}}
-    doc = outputs.benchmark_json([result], outputs.rows([result]), {"device": "cpu", "root": "."})
+    doc = BenchmarkJSON().render([result], workload_rows([result]), {"device": "cpu", "root": "."})
     doc["machine_info"]["node"] = node
     return doc
