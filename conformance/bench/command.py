@@ -155,16 +155,18 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
 
 
 def time_to_verdict(backend: str, device: str) -> dict:
-    from gpt2_conformance.run import runner
-
+    """The wall time of `gpt2-conformance run` on the backend, as a user types it (its own process,
+    the suite split over the cores, the parity fingerprint, the scorecard), and its summary line."""
+    target = ["--adapter", backend] if ":" in backend else ["--backend", backend]
     start = time.perf_counter()
     try:
-        result = runner.run_backend(backend, device, adapter_spec=backend if ":" in backend else None)
-    except Exception as exc:  # noqa: BLE001
+        out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", *target, "--device", device],
+                             capture_output=True, text=True, timeout=3600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
         return {"backend": backend, "device": device, "seconds": time.perf_counter() - start, "error": repr(exc)}
     seconds = time.perf_counter() - start
-    counts = ", ".join(f"{n} {status}" for status, n in result.by_status().items() if n)
-    summary = f"exit {result.exit_code}: {counts}" + (f"; error {result.error[:80]}" if result.error else "")
+    lines = [ln.strip() for ln in out.stdout.splitlines() if " passed, " in ln]
+    summary = f"exit {out.returncode}: " + (lines[-1] if lines else (out.stderr.strip().splitlines() or ["?"])[-1][:120])
     return {"backend": backend, "device": device, "seconds": seconds, "summary": summary}
 
 
