@@ -1,15 +1,53 @@
-"""The README's promises: its first two commands are what CI runs, and its minimal adapter
-runs as written and passes every clause it claims."""
+"""The README's promises: its first two commands are what CI runs, its minimal adapter runs as
+written and passes every clause it claims, its backend table says what the registry, the
+adapters' Capabilities and the waiver files say, and the results it links to in reports/ agree
+with their sources."""
 
 import pathlib
 import re
 import sys
+import tomllib
 
+import pytest
+
+from gpt2_conformance import registry
+from gpt2_conformance.api.gpt2 import SIZES
 from gpt2_conformance.results import FAIL, NOT_CLAIMED
 from gpt2_conformance.run.runner import run_in_process
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+REPORTS = ROOT / "reports"
+# the built-ins only (backends/__init__.py FOLDERS), not entries an installed package registers
+BUILTINS = {n: e for n, e in registry.builtin().items() if e.package.startswith(registry.BACKENDS_PACKAGE + ".")}
+BOOLEAN_CLAIMS = ("kv_cache", "tied_head", "init", "gradients", "mutable_tables")
+
+
+def table(text: str, header_start: str) -> list[list[str]]:
+    """The rows (cells stripped) of the Markdown table whose header line starts with header_start."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def table_lines(text: str, header_start: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return lines[start:end]
+
+
+def waiver_clauses(entry) -> list[str]:
+    path = entry.waivers_path()
+    if path is None:
+        return []
+    with open(path, "rb") as f:
+        return [w["clause"] for w in tomllib.load(f).get("waiver", [])]
 
 
 def test_readme_starts_with_the_two_commands_and_ci_runs_the_second():
@@ -17,6 +55,8 @@ def test_readme_starts_with_the_two_commands_and_ci_runs_the_second():
     commands = [line for line in bash.splitlines() if line and not line.startswith("#")]
     assert len(commands) == 2
     assert "gpt2-conformance run --backend all" in commands[0]
+    assert commands[1] == ("python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[all,test]' "
+                           "&& .venv/bin/python -m pytest --slow -n auto")
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert commands[1] in ci_lines, ".ci/run must run the README's test command verbatim"
 
@@ -35,3 +75,79 @@ def test_minimal_adapter_runs_as_written(tmp_path, monkeypatch):
     assert [c for c, s in statuses.items() if s == FAIL] == []
     assert {c for c, s in statuses.items() if s == NOT_CLAIMED} == {
         "INIT-WTE", "INIT-WPE", "INIT-DISTINCT", "TIED-STORAGE", "TIED-GRAD", "DTYPE-FLOAT16", "DTYPE-BFLOAT16"}
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_readme_anchors_name_its_headings():
+    headings = {_slug(h) for h in re.findall(r"^#{2,4} (.+)$", README, re.M)}
+    anchors = set(re.findall(r"\]\(#([^)]+)\)", README))
+    assert anchors and anchors <= headings, sorted(anchors - headings)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "reports/README.md", "reports/parity.md", "reports/thirdparty.md",
+                                 "reports/kill-matrix.md", "reports/bench/README.md", "examples/README.md"])
+def test_relative_links_resolve(doc):
+    path = ROOT / doc
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", path.read_text()):
+        if not re.match(r"[a-z]+://", target):
+            assert (path.parent / target).exists(), f"{doc} links to {target}, which does not exist"
+
+
+BACKEND_ROWS = {row[0].strip("`"): row for row in table(README, "| Backend | Kind | Wraps |")}
+
+
+def test_backend_table_lists_every_builtin_in_registry_order():
+    assert list(BACKEND_ROWS) == list(BUILTINS)
+
+
+@pytest.mark.parametrize("name", list(BUILTINS))
+def test_backend_row_matches_registry_capabilities_and_waivers(name):
+    entry = BUILTINS[name]
+    _, kind, _wraps, extra, dtypes, devices, claims, waived = BACKEND_ROWS[name]
+    assert kind == entry.kind
+    assert (extra.strip("`") if extra != "(core)" else "") == entry.extra
+    assert int(re.search(r"\d+", waived).group()) == len(waiver_clauses(entry)), f"{name}: waived count"
+    for module in entry.requires:
+        pytest.importorskip(module)
+    caps = registry.resolve(name).capabilities
+    assert dtypes.split(", ") == list(caps.dtypes)
+    assert devices.split(", ") == list(caps.devices)
+    expected = {c for c in BOOLEAN_CLAIMS if getattr(caps, c)}
+    listed = set(BOOLEAN_CLAIMS) if claims == "all" else set(BOOLEAN_CLAIMS) - set(claims.removeprefix("all but ").split(", "))
+    assert claims == "all" or claims.startswith("all but ")
+    assert listed == expected, f"{name}: claims {sorted(expected)}"
+    assert sorted(caps.sizes) == sorted(SIZES.values()), "the README says every backend claims all four sizes"
+
+
+def test_thirdparty_findings_list_each_waiver_file():
+    rows = {row[0].strip("`"): row for row in table((REPORTS / "thirdparty.md").read_text(),
+                                                    "| Backend | Implementation | Waived clauses |")}
+    judged = [n for n in BUILTINS if n in registry.judged()]
+    assert list(rows) == judged
+    for name, row in rows.items():
+        listed = row[2].split(", ")
+        assert sorted(listed) == sorted(waiver_clauses(BUILTINS[name])), name
+        assert f"({name}.md)" in row[4] and (REPORTS / f"{name}.md").is_file(), name
+
+
+def test_parity_report_is_merged_md_parity_table():
+    header = "| Column | h_prefill | h_decode | logits |"
+    assert (table_lines((REPORTS / "parity.md").read_text(), header)
+            == table_lines((REPORTS / "merged.md").read_text(), header))
+
+
+def test_kill_matrix_report_is_the_recorded_kills():
+    from helpers import kill_matrix
+    from test_kill_matrix import EXPECTED_KILLS
+
+    matrix = {"NumpyAdapter": {"failed": []}}
+    matrix.update({name: {"failed": sorted(EXPECTED_KILLS[name])} for name in sorted(EXPECTED_KILLS)})
+    text = (REPORTS / "kill-matrix.md").read_text()
+    assert table_lines(text, "| Mutant |") == kill_matrix.markdown(matrix).splitlines()
+    mean = sum(len(k) for k in EXPECTED_KILLS.values()) / len(EXPECTED_KILLS)
+    assert f"{len(EXPECTED_KILLS)} deliberately broken adapters" in text
+    assert f"{mean:.1f} on average over the {len(EXPECTED_KILLS)}" in text
