@@ -132,7 +132,7 @@ class Runner:
 
 def native_bench(adapter, device: str):
     """The public native path (conformance/bench/native.py) for the torch reference: the same
-    calls as the suite mode, reached as any implementation's hooks are. tests/test_bench.py
+    calls as the suite mode, reached as any implementation's hooks are. tests/bench/test_native_hooks.py
     times it against Runner("suite") to show the path adds nothing."""
     from gpt2_conformance.api.bench import NativeBench
 

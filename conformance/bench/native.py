@@ -21,7 +21,7 @@ neither, the bench times the Adapter API only (mode "bridge").
 
 The bench then times, per workload: forward(ids, past_length), logits(h), and for a decode
 step forward then logits in one call, each as sync(call()), with ids, h (and dh for backward)
-put on the device once before timing. tests/test_bench.py runs every built-in native hook
+put on the device once before timing. tests/bench/test_native_hooks.py runs every built-in native hook
 under conversion_guard() below, which fails on any numpy conversion inside the call.
 """
 

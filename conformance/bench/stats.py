@@ -4,7 +4,7 @@ The bench measures first and writes its outputs last; if the statistics needed
 pytest_benchmark, a missing or broken install would cost every figure already measured. The
 formulas are pytest-benchmark 5.x's own (pytest_benchmark/stats.py: quartiles by Wikipedia's
 methods 2 and 3, Tukey fences), so `pytest-benchmark compare` reads the JSON as its own;
-tests/test_bench.py checks every field against pytest_benchmark.stats.Stats where it is
+tests/bench/test_stats_and_timing.py checks every field against pytest_benchmark.stats.Stats where it is
 installed.
 """
 

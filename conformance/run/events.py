@@ -119,7 +119,7 @@ def pytest_addoption(parser):
                     "(the CLI splits one backend's suite over the machine's cores this way)")
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before -k and --deselect: a restarted pass keeps its shard's tests
 def pytest_collection_modifyitems(config, items):
     index, _, count = config.getoption("--gpt2c-shard").partition("/")
     index, count = int(index), int(count or 1)

@@ -1,6 +1,6 @@
 """Runs the suite on every mutant and writes the kill matrix (JSON and Markdown).
 
-    python tests/kill_matrix.py [OUT.json]   # prints the Markdown matrix that README.md shows
+    cd tests && python -m helpers.kill_matrix [OUT.json]   # prints the Markdown matrix of reports/kill-matrix.md
 """
 
 from __future__ import annotations
