@@ -91,5 +91,5 @@ def test_damaged_fixture_is_refused(tmp_path, monkeypatch):
 
 
 def test_describe_says_which_golden_data():
-    assert "shipped fixtures" in data.describe(None) and "real GPT-2 124M wpe" in data.describe(None)
-    assert data.describe("/x/model.safetensors").startswith("checkpoint /x/model.safetensors")
+    assert data.describe(None).startswith("shipped fixtures (sha256 ") and "real GPT-2 124M wpe" in data.describe(None)
+    assert data.describe("/x/model.safetensors").startswith("checkpoint model.safetensors (")

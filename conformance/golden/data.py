@@ -96,9 +96,11 @@ class Golden:
         return [g for g in self.h if g.sequence == sequence and g.past_length == past_length]
 
     def describe(self) -> str:
-        return (f"shipped fixtures ({self.directory}): the real GPT-2 124M wpe (sha256 "
-                f"{self.reference_digests['124M']['wpe']['sha256']['value'][:12]}...) and {len(self.wte_known)} "
-                f"known real wte values; other wte elements are a seeded stand-in, never compared")
+        """One line for reports, with no path of this machine in it (reports are published)."""
+        where = "shipped fixtures" if not os.environ.get("GPT2C_FIXTURES") else "fixtures from $GPT2C_FIXTURES"
+        return (f"{where} (sha256 {self.reference_digests['124M']['wpe']['sha256']['value'][:12]}... of the real "
+                f"GPT-2 124M wpe) and {len(self.wte_known)} known real wte values; other wte elements are a seeded "
+                "stand-in, never compared")
 
 
 def _from_hex(text: str) -> np.float32:
@@ -180,8 +182,9 @@ def checkpoint_tables(path: str) -> GoldenTables:
 
 def describe(checkpoint: str | None) -> str:
     """One line for reports, without reading a checkpoint: which golden data a run uses."""
-    if checkpoint:
-        return f"checkpoint {checkpoint} (its own tables; golden vectors from the shipped fixtures)"
+    if checkpoint:  # by its file name: reports are published, the folder is this machine's
+        return f"checkpoint {os.path.basename(os.path.normpath(checkpoint))} (its own tables; golden vectors from " \
+               "the shipped fixtures)"
     try:
         return load().describe()
     except (OSError, ValueError) as exc:
