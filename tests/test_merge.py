@@ -290,8 +290,11 @@ def test_published_outputs_carry_no_machine_local_path(tmp_path, capsys):
     name, the golden data without its folder, a checkpoint by its file name."""
     from gpt2_conformance.golden import data
 
-    # as reports made before describe() stopped naming the folder carry it (and merge still reads them)
-    fixtures = data.describe(None).replace("shipped fixtures (", f"shipped fixtures ({data.fixtures_dir()}): (", 1)
+    # the line reports made before describe() stopped naming the folder carry (merge still reads them)
+    golden = data.load()
+    fixtures = (f"shipped fixtures ({data.fixtures_dir()}): the real GPT-2 124M wpe (sha256 "
+                f"{golden.reference_digests['124M']['wpe']['sha256']['value'][:12]}...) and {len(golden.wte_known)} "
+                "known real wte values; other wte elements are a seeded stand-in, never compared")
     assert data.fixtures_dir() in fixtures, "the premise: a report's golden_data names the checkout's fixtures"
     checkpoint = f"checkpoint {tmp_path}/models/gpt2/model.safetensors (its own tables; golden vectors from the " \
                  "shipped fixtures)"
