@@ -66,6 +66,7 @@ class SuiteResult:
     stale_waivers: list[str] = field(default_factory=list)
     parity: dict = field(default_factory=dict)  # gpt2_conformance.run.parity fingerprints, when computed
     created: str = ""  # ISO 8601 UTC time the run finished
+    log_path: str = ""  # where the run's own output went, for the console (reports name the file only)
 
     def by_status(self) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)

@@ -72,7 +72,7 @@ def _usage(message: str, args=None) -> int:
     return res.EXIT_USAGE
 
 
-_LOG_DIRS: dict[int, str] = {}
+_LOG_DIRS: dict[int, str] = {}  # id(args) -> this run's log folder
 
 
 def _log_dir(args) -> str:
@@ -130,7 +130,8 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) ->
                                     "replay": f"--thorough --seed {args.seed}"} if args.thorough
                                    else {"mode": "default", "derandomized": True})
     result.environment.setdefault("implementation", name)
-    result.environment["log"] = log
+    result.environment["log"] = os.path.basename(log)  # beside the reports; the report names no folder
+    result.log_path = log
     waivers.apply(result, waiver_list)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
         result.parity = {"error": "not computed: the backend did not run" if result.error else
@@ -142,7 +143,7 @@ def _write_reports(result: res.SuiteResult, args) -> None:
     if args.report_dir:
         for path in report.write_all(result, args.report_dir):
             print(f"wrote {path}")
-    print(f"log: {result.environment['log']}")
+    print(f"log: {result.log_path}")
 
 
 def _run_all(args) -> int:
@@ -178,6 +179,7 @@ def _judge_named(name: str, args, log_dir: str) -> res.SuiteResult:
         waiver_list = _waivers(name, args, log_dir)
     except (ImportError, LookupError, ValueError) as exc:
         result = res.SuiteResult(name, args.device, spec.SPEC_VERSION, res.aggregate([]), 0.0, error=str(exc))
-        result.environment["log"] = console.log_path(log_dir, name, args.device)
+        result.log_path = console.log_path(log_dir, name, args.device)
+        result.environment["log"] = os.path.basename(result.log_path)
         return result
     return _judge(name, args, waiver_list, log_dir)
