@@ -29,6 +29,7 @@ COMMANDS = {
     "bench": "gpt2_conformance.bench.command",
     "thirdparty": "gpt2_conformance.run.thirdparty",
     "merge": "gpt2_conformance.merge.command",
+    "constraints": "gpt2_conformance.run.constraints_command",
     "spec": "gpt2_conformance.cli",
     "list": "gpt2_conformance.cli",
 }
