@@ -1,10 +1,11 @@
-"""The JAX backend: the suite passes on JaxAdapter, and JAX-specific mistakes are caught.
+"""The JAX backend: the suite passes on JaxAdapter (one suite run), and JAX-specific mistakes
+and properties are checked directly, on small tables (fast).
 
-Each mutant below is JaxAdapter with one thing done the way JAX makes easy and wrong, run
-through the whole suite; the test asserts the exact set of clauses that fail, so a suite
-change that stops catching a mistake (or a mutant that stops being wrong) shows up here.
-Mistakes the suite does not reliably reach (int64 ids that wrap into range when JAX casts
-them to int32) and cheap JAX-specific properties are checked directly, on small tables.
+The JAX mutants (JaxAdapter with one thing done the way JAX makes easy and wrong) are in
+tests/helpers/mutants_jax.py; tests/test_kill_matrix.py (the slow tier) runs the whole suite on
+each and checks the exact set of clauses that fail. Mistakes the suite does not reliably reach
+(int64 ids that wrap into range when JAX casts them to int32, helpers.mutants_jax.Int64Wraps)
+are checked here.
 """
 
 import numpy as np
@@ -13,100 +14,16 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-from jax.experimental import checkify  # noqa: E402
-
 from gpt2_conformance.backends.jax import model  # noqa: E402
-from gpt2_conformance.backends.jax.adapter import JaxAdapter, _to_numpy  # noqa: E402
+from gpt2_conformance.backends.jax.adapter import JaxAdapter  # noqa: E402
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
 from gpt2_conformance.api.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
 from gpt2_conformance.results import PASS  # noqa: E402
 from gpt2_conformance.run.runner import run_in_process  # noqa: E402
 from gpt2_conformance.spec import CLAUSES  # noqa: E402
-from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_positions  # noqa: E402
 
-
-# -- mutants ---------------------------------------------------------------------------
-
-_raw_embed = jax.jit(lambda p, ids, past: p["wte"][ids] + p["wpe"][past + jnp.arange(ids.shape[1])][None])
-
-
-class RawIndexing(JaxAdapter):
-    """The plain JAX user's embedding: jnp.asarray(ids), wte[ids] + wpe[past + arange(T)],
-    no bounds check. jnp indexing clamps (id 50257 -> row 50256, position 1024 -> 1023) and
-    wraps -1 to the last row; it never raises (and jnp.asarray wraps int64 ids)."""
-
-    def embed(self, ids, past_length=0):
-        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
-        past = check_past_length(past_length)
-        return _to_numpy(_raw_embed(self.params, jax.device_put(jnp.asarray(ids), self._device), past))
-
-
-_take_fill_embed = jax.jit(checkify.checkify(
-    lambda p, ids, past: jnp.take(p["wte"], ids, axis=0)  # mode="fill": NaN rows, no error
-    + jax.lax.dynamic_slice_in_dim(p["wpe"], past, ids.shape[1], axis=0)[None]))
-
-
-class TakeFillsNaN(JaxAdapter):
-    """The host-side checks kept, the token check dropped, and jnp.take for the gather: its
-    default mode="fill" returns NaN rows for ids >= 50257 (and still wraps -1)."""
-
-    def embed(self, ids, past_length=0):
-        return _to_numpy(model._checked_call(_take_fill_embed, self.params, self._ids_to_device(ids), past_length))
-
-
-class CheckifyErrorDropped(JaxAdapter):
-    """The kernel is checkified, but checkify returns the error as a value and nothing
-    raises until someone calls .get() or .throw() on it; this adapter never does, so a bad
-    id is clamped (50257) or wrapped (-1) by the gather as if there were no check."""
-
-    def embed(self, ids, past_length=0):
-        ids = self._ids_to_device(ids)
-        past = check_past_length(past_length)
-        check_positions(ids.shape[1], past)
-        _error, h = model._embed_jit(self.params, ids, past)
-        return _to_numpy(h)
-
-
-class UntiedHeadCopy(JaxAdapter):
-    """A separate "head" parameter, copied from wte at load and init: same logits at first,
-    but an update to wte does not reach it, dwte lacks the projection role, and there is a
-    third [V, d] parameter."""
-
-    def __init__(self, config=AdapterConfig()):
-        super().__init__(config)
-        self.params["head"] = jnp.array(self.params["wte"])
-
-    def load_tables(self, wte, wpe):
-        super().load_tables(wte, wpe)
-        self.params["head"] = self._put(wte, self._dtype)
-
-    def init_tables(self, seed):
-        super().init_tables(seed)
-        self.params["head"] = jnp.array(self.params["wte"])
-
-    def logits(self, h_final):
-        return _to_numpy(model.logits({"wte": self.params["head"]}, self._put(np.asarray(h_final), self._dtype)))
-
-    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        ids = self._ids_to_device(ids)
-
-        def forward(p):
-            h = model._lookup(p, ids, past_length)
-            return h, model._logits({"wte": p["head"]}, h)
-
-        _, pullback = jax.vjp(forward, self.params)
-        (grads,) = pullback((self._put(cotangent_h, self._dtype), self._put(cotangent_logits, self._dtype)))
-        return tuple(np.asarray(grads[name], np.float32) for name in ("wte", "wpe"))
-
-
-class Int64Wraps(JaxAdapter):
-    """int64 ids cast to int32 on the host with no range check (what jnp.asarray does with
-    x64 off): 2**32 + 5 becomes 5, a valid id, so the device check cannot see it."""
-
-    def _ids_to_device(self, ids):
-        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
-        return jax.device_put(ids.astype(np.int32), self._device)
+from helpers.mutants_jax import CheckifyErrorDropped, Int64Wraps  # noqa: E402
 
 
 # -- the suite --------------------------------------------------------------------------
@@ -120,22 +37,6 @@ def test_suite_passes():
     assert r.failed() == []
     statuses = {c.clause.id: c.status for c in r.clauses}
     assert {cid for cid, s in statuses.items() if s == PASS} == CLAIMED, statuses
-
-
-# CheckifyErrorDropped fails exactly {BOUNDS-TOKEN, BOUNDS-MESSAGE} too (one full run
-# checked it); it is tested directly below to keep this module to four suite runs.
-@pytest.mark.slow  # one whole suite run per framework mutant
-@pytest.mark.parametrize("mutant,failing", [
-    # jnp indexing never raises: -1 wraps, 50257 and position 1024 clamp to the last rows
-    pytest.param(RawIndexing, {"BOUNDS-TOKEN", "BOUNDS-POSITION", "BOUNDS-MESSAGE"}, id="RawIndexing"),
-    # positions still checked on the host; ids: -1 wraps, 50257 gives a NaN row
-    pytest.param(TakeFillsNaN, {"BOUNDS-TOKEN", "BOUNDS-MESSAGE"}, id="TakeFillsNaN"),
-    pytest.param(UntiedHeadCopy, {"TIED-STORAGE", "TIED-GRAD", "SHAPE-PARAMS"}, id="UntiedHeadCopy"),
-])
-def test_mutant_fails_exactly(mutant, failing):
-    r = run_in_process(mutant, mutant.__name__)
-    assert r.error == ""
-    assert set(r.failed()) == failing, {c.clause.id: c.message for c in r.clauses if c.status != PASS}
 
 
 # -- direct checks ----------------------------------------------------------------------

@@ -1,11 +1,17 @@
-"""The kill matrix: the whole suite on every mutant in tests/mutants.py.
+"""The kill matrix: the whole suite on every mutant in tests/helpers/mutants.py (NumPy) and
+tests/helpers/mutants_{torch,tensorflow,jax}.py (the frameworks' own mistakes).
 
 Each mutant must fail exactly the clauses recorded here: its TARGETS, plus the collateral
 failures that follow from the same mistake (reviewed; the comment says why). A mutant that
 escapes a target, or a clause that starts failing where it should not, fails this test. The
 NumPy reference must fail nothing. Run time: one suite run per mutant (about 8-12 s each on
-an idle 2-core machine).
+an idle 2-core machine; a TensorFlow one about a minute).
+
+Collecting this module imports no framework: FRAMEWORK_KILLS names the framework mutants, and
+each test imports its framework's catalogue (skipped where the framework is not installed).
 """
+
+import importlib
 
 import pytest
 
@@ -108,6 +114,53 @@ EXPECTED_KILLS = {
 }
 
 
+# The framework mutants, by framework and class name in tests/helpers/mutants_<framework>.py: the
+# exact clause set each fails, found by running the suite once per mutant and explained clause by
+# clause. Names only, so that collecting this module imports no framework.
+FRAMEWORK_KILLS = {
+    "torch": {
+        # nn.Embedding on CPU raises for ids < 0 or >= 50257 and for positions >= 1024 (so
+        # BOUNDS-TOKEN and BOUNDS-POSITION pass: any exception counts, and the adapter works
+        # afterwards), but its IndexError("index out of range in self") names neither the
+        # value nor the table size. (On CUDA the same gather is a device-side assert instead.)
+        "EmbeddingNoBoundsCheck": {"BOUNDS-MESSAGE"},
+        # tensor indexing wraps: ids -1 .. -50257 read rows 50256 .. 0 and return a value
+        # (BOUNDS-TOKEN); wpe[past:past + T] past the end comes back short and broadcasts,
+        # so T = 1 at past_length 1024 returns an empty [B, 0, d] (BOUNDS-POSITION); T = 1025
+        # raises RuntimeError (size mismatch), not IndexError/ValueError, and -1 does not
+        # raise at all (BOUNDS-MESSAGE).
+        "IndexingNoBoundsCheck": {"BOUNDS-TOKEN", "BOUNDS-POSITION", "BOUNDS-MESSAGE"},
+        # a third parameter of [V, d] (SHAPE-PARAMS); assign_wte_row does not reach the copy
+        # (TIED-STORAGE); the projection role's gradient goes to lm_head, not wte (TIED-GRAD,
+        # "both"; the "gather" case has zero logit cotangents and passes). The copy is taken
+        # from the same array at load time, so TIED-LOGITS, TIED-NO-BIAS and DTYPE still pass.
+        "UntiedHeadCopy": {"SHAPE-PARAMS", "TIED-STORAGE", "TIED-GRAD"},
+        # the forward is untouched; ids [[3, 50256, 3, 17], [17, 0, 9, 3]] repeat 3 (x3) and
+        # 17 (x2), whose gather-role rows are divided by their counts (TIED-GRAD).
+        "ScaleGradByFreq": {"TIED-GRAD"},
+    },
+    "tensorflow": {
+        # tf.gather on CPU raises for every bad index, but InvalidArgumentError is neither
+        # IndexError nor ValueError (RawGatherModel's docstring)
+        "RawGather": {"BOUNDS-MESSAGE"},
+        # XLA drops the assert and clamps the gather; the host-side position check still runs
+        # (CheckedUnderXLAModel's docstring)
+        "CheckedUnderXLA": {"BOUNDS-TOKEN", "BOUNDS-MESSAGE"},
+        "UntiedHead": {"TIED-STORAGE", "TIED-GRAD", "SHAPE-PARAMS"},
+    },
+    "jax": {
+        # jnp indexing never raises: -1 wraps, 50257 and position 1024 clamp to the last rows
+        "RawIndexing": {"BOUNDS-TOKEN", "BOUNDS-POSITION", "BOUNDS-MESSAGE"},
+        # positions still checked on the host; ids: -1 wraps, 50257 gives a NaN row
+        "TakeFillsNaN": {"BOUNDS-TOKEN", "BOUNDS-MESSAGE"},
+        "UntiedHeadCopy": {"TIED-STORAGE", "TIED-GRAD", "SHAPE-PARAMS"},
+        # CheckifyErrorDropped fails exactly {BOUNDS-TOKEN, BOUNDS-MESSAGE} too (one full run
+        # checked it); it is tested directly in tests/test_backend_jax.py to save a suite run
+        # (helpers.mutants_jax.DIRECT, not in its ALL).
+    },
+}
+FRAMEWORK_MUTANTS = [(framework, name) for framework, kills in FRAMEWORK_KILLS.items() for name in kills]
+
 def test_catalogue_is_complete():
     assert len(mutants.ALL) >= 20
     assert set(EXPECTED_KILLS) == {m.__name__ for m in mutants.ALL}
@@ -156,3 +209,25 @@ def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant):
     expected = EXPECTED_KILLS[mutant.__name__]
     assert killed == expected, (f"{mutant.__name__}: escaped {sorted(expected - killed)}, "
                                 f"unexpectedly failed {sorted(killed - expected)}")
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORK_KILLS))
+def test_framework_catalogue_is_complete(framework):
+    pytest.importorskip(framework)
+    catalogue = importlib.import_module(f"helpers.mutants_{framework}")
+    assert {m.__name__ for m in catalogue.ALL} == set(FRAMEWORK_KILLS[framework])
+    for name, killed in FRAMEWORK_KILLS[framework].items():
+        assert killed and set(killed) <= set(spec.BY_ID), name
+
+
+@pytest.mark.parametrize("framework,name", FRAMEWORK_MUTANTS, ids=[f"{f}-{n}" for f, n in FRAMEWORK_MUTANTS])
+def test_framework_mutant_is_killed_by_exactly_the_expected_clauses(framework, name):
+    pytest.importorskip(framework)
+    mutant = getattr(importlib.import_module(f"helpers.mutants_{framework}"), name)
+    result = run_in_process(mutant, name)
+    assert result.error == ""
+    assert result.errors() == [], [c.message for c in result.clauses if c.status == "ERROR"]
+    messages = {c.clause.id: c.message for c in result.clauses if c.status == "FAIL"}
+    expected = FRAMEWORK_KILLS[framework][name]
+    assert set(messages) == expected, (f"{framework} {name}: escaped {sorted(expected - set(messages))}, "
+                                       f"unexpectedly failed {messages}")

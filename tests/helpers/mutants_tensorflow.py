@@ -1,0 +1,80 @@
+"""The TensorFlow mutant catalogue: TensorFlowAdapter with TensorFlow's raw ops used the wrong
+way, one mistake per mutant (the model class holds the wrong code; the adapter plugs it in
+through TensorFlowAdapter.model_class). tests/test_kill_matrix.py runs the whole suite on each
+and checks which clauses kill it (FRAMEWORK_KILLS["tensorflow"]).
+
+Imports tensorflow at the top: import this module only where TensorFlow is installed.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length
+from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, positions_for
+
+
+# -- the models: the wrong code -----------------------------------------------------------
+
+class RawGatherModel(GPT2Embedding):
+    """model.py line 157 as written, without the explicit bounds checks (position and token id).
+    On CPU tf.gather raises InvalidArgumentError for any index outside the table (it does not
+    wrap -1), so every bad input still raises and BOUNDS-TOKEN / BOUNDS-POSITION pass; only
+    BOUNDS-MESSAGE fails: InvalidArgumentError is neither IndexError nor ValueError. (On a GPU
+    tf.gather is documented to return zero rows instead, which would fail BOUNDS-TOKEN and
+    BOUNDS-POSITION too.)"""
+
+    def __call__(self, X, past_length=0):
+        check_ids_layout(tuple(X.shape), X.dtype.name, X.dtype.is_integer)
+        return self._raw(X, tf.constant(check_past_length(past_length), tf.int32))
+
+    @tf.function(reduce_retracing=True)
+    def _raw(self, X, past_length):
+        return tf.gather(self.wte, X) + tf.gather(self.wpe, positions_for(X, past_length))
+
+
+class CheckedUnderXLAModel(GPT2Embedding):
+    """The checked forward compiled with jit_compile=True: XLA drops the tf.debugging.Assert
+    and its gather clamps, so id -1 reads wte[0] and 50257 reads wte[50256] without a word.
+    The host-side position check still runs, so only the token-id clauses fail."""
+
+    _embed = tf.function(GPT2Embedding._embed.python_function, jit_compile=True, reduce_retracing=True)
+
+
+class UntiedHeadModel(GPT2Embedding):
+    """The head multiplies by a copy of wte held in its own Variable (untied weights)."""
+
+    def __init__(self, wte, wpe, name="gpt2_embedding"):
+        super().__init__(wte, wpe, name)
+        with self.name_scope:
+            self.head = tf.Variable(self.wte, name="head")
+
+    @tf.function(reduce_retracing=True)
+    def logits(self, h):
+        shape = tf.shape(h)
+        out = tf.matmul(tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]]), tf.cast(self.head, tf.float32),
+                        transpose_b=True)
+        return tf.cast(tf.reshape(out, tf.concat([shape[:-1], [self.n_vocab]], 0)), self.wte.dtype)
+
+
+# -- the mutants: TensorFlowAdapter on each model --------------------------------------------
+
+class RawGather(TensorFlowAdapter):
+    """tf.gather without the explicit bounds checks (see RawGatherModel)."""
+    model_class = RawGatherModel
+
+
+class CheckedUnderXLA(TensorFlowAdapter):
+    """The checked forward under jit_compile=True (see CheckedUnderXLAModel)."""
+    model_class = CheckedUnderXLAModel
+
+
+class UntiedHead(TensorFlowAdapter):
+    """The head on a copy of wte (see UntiedHeadModel)."""
+    model_class = UntiedHeadModel
+
+
+ALL = [obj for name, obj in sorted(globals().items())
+       if isinstance(obj, type) and issubclass(obj, TensorFlowAdapter) and obj is not TensorFlowAdapter
+       and not name.startswith("_")]
