@@ -78,8 +78,13 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # only the named command's module is imported (a `--no-deps` install can still print its
+    # constraints; `list` imports no framework); every command's, for the top-level help
+    named = next((a for a in argv if not a.startswith("-")), None)
+    chosen = {named: COMMANDS[named]} if named in COMMANDS else COMMANDS
     modules = {name: sys.modules[__name__] if path == COMMANDS["list"] else importlib.import_module(path)
-               for name, path in COMMANDS.items()}
+               for name, path in chosen.items()}
     args = _parser(modules).parse_args(argv)
     return modules[args.command].run(args)
 
