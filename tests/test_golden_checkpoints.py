@@ -62,7 +62,7 @@ def test_golden_command_recognizes_the_real_wpe(checkpoints, capsys, fmt):
         assert any(line.split()[:2] == [clause, verdict] for line in out.splitlines()), f"{clause} {verdict}\n{out}"
     assert code == 1
     golden_lines = [line for line in out.splitlines() if "golden data:" in line]
-    assert golden_lines and all("shipped fixtures" not in line for line in golden_lines), golden_lines  # one story
+    assert golden_lines and all("golden data: checkpoint " in line for line in golden_lines), golden_lines  # one story
 
 
 def test_one_ulp_in_one_wpe_element_is_rejected_naming_it(tmp_path, wte, real_wpe, capsys):

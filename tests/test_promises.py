@@ -33,8 +33,8 @@ def test_timeout_bounds_a_run_whose_logits_hang(tmp_path):
     assert wall < 60, f"{wall:.0f} s with --timeout 5"
     report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
     tied = {c["id"]: c for c in report["clauses"] if c["group"] == "TIED"}
-    assert tied["TIED-NO-BIAS"]["status"] == "FAIL" and ("Timeout" in tied["TIED-NO-BIAS"]["message"]
-                                                         or "hung in an earlier test" in tied["TIED-NO-BIAS"]["message"])
+    message = tied["TIED-NO-BIAS"]["message"]
+    assert tied["TIED-NO-BIAS"]["status"] == "FAIL" and "Timeout" in message, message
     assert report["summary"]["PASS"] >= 20, report["summary"]  # the clauses that read no logits still pass
     printed = float(re.search(r"skipped in ([0-9.]+) s", out).group(1))
     assert printed <= wall and printed >= wall - 5, (printed, wall)  # the time printed is the run's real one

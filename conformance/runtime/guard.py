@@ -10,10 +10,6 @@
 2. The suite never blames an implementation for its own failure. Every exception that leaves
    the adapter is marked as the adapter's (raised_by_adapter); the plugin reports an unmarked
    exception, one the suite's own code or data raised, as ERROR, not FAIL.
-
-And a method that hung once (the per-test timeout fired inside it) is not called again in that
-process: each later call FAILs at once, naming the first hang, so an adapter whose logits never
-return costs the run one timeout, not one per test that reads logits.
 """
 
 from __future__ import annotations
@@ -57,14 +53,6 @@ def is_zero_offset(past_length) -> bool:
     return isinstance(past_length, numbers.Integral) and int(past_length) == 0
 
 
-HUNG: dict[str, str] = {}  # adapter method -> the timeout that fired inside it, for this process
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    """pytest-timeout's failure, raised inside the call it interrupted."""
-    return type(exc).__name__ == "Failed" and str(exc).startswith("Timeout")
-
-
 class GuardedAdapter:
     """Forwards to `inner` after checking the claim each call needs (module docstring)."""
 
@@ -77,16 +65,10 @@ class GuardedAdapter:
                              "claim it (a bug in the suite: a clause must not call what is not claimed)")
 
     def _forward(self, method: str, *args):
-        if method in HUNG:
-            raise AssertionError(f"{method}() hung in an earlier test ({HUNG[method]}); not called again in this run")
         try:
             return getattr(self._inner, method)(*args)
         except Exception as exc:
             mark_raised_by_adapter(exc, method)
-            raise
-        except BaseException as exc:
-            if _is_timeout(exc):
-                HUNG[method] = str(exc).splitlines()[0]
             raise
 
     # -- the protocol, each call with the claim it needs --------------------------------
