@@ -386,3 +386,17 @@ def test_a_no_cache_run_has_a_fingerprint_without_the_decode_case(tmp_path):
     fp = parity.fingerprint(out, parity.outputs(strict_adapters.NoCache))
     assert set(fp["cases"]) == {"h_prefill", "logits"} and fp["not_claimed"] == {"h_decode": "kv_cache"}
     assert "not claimed (kv_cache)" in parity.table_from_fingerprints({"nocache": fp})
+
+
+def test_a_folder_merged_into_itself_skips_merges_own_output(tmp_path, capsys):
+    """`merge reports/` on the committed folder: its merged.json (merge's own output) is no input."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    write(folder, "numpy.json", suite_result())
+    assert cli.main(["merge", str(folder), "--out-dir", str(folder)]) == 0
+    assert (folder / "merged.json").exists()
+    capsys.readouterr()
+    assert cli.main(["merge", str(folder), "--out-dir", str(folder)]) == 0  # again, with merged.json beside it
+    assert "merged.json" not in capsys.readouterr().err
+    assert cli.main(["merge", str(folder / "merged.json")]) == 2
+    assert "a merged document" in capsys.readouterr().err

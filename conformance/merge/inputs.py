@@ -17,7 +17,7 @@ import json
 import os
 
 from gpt2_conformance import results as res
-from gpt2_conformance.merge.model import NEITHER, RAW_BENCH, UNKNOWN, MergeError, Run, as_text
+from gpt2_conformance.merge.model import MERGED_FORMAT, NEITHER, RAW_BENCH, UNKNOWN, MergeError, Run, as_text
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -130,7 +130,8 @@ def read_bench(path: str, data: dict) -> list[dict]:
 def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str], list[str]]:
     """(conformance runs, bench rows, ignored files, raw bench files named on the command line)
     of every input; MergeError on the first bad one. The bench's raw bench-results.json is
-    skipped: silently in a folder (it always lies beside bench.json), listed when named. Any
+    skipped: silently in a folder (it always lies beside bench.json), listed when named; so is
+    merge's own merged.json in a folder (a folder merged into itself). Any
     other JSON file found in a folder that is neither kind is ignored and listed; one named on
     the command line is an error."""
     runs, bench, ignored, raw, seen = [], [], [], [], set()
@@ -140,7 +141,11 @@ def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str], list[str]]
             raise MergeError(f"{path}: given twice")
         seen.add(os.path.realpath(path))
         data = _load_json(path)
-        if "format" in data:
+        if data.get("format") == MERGED_FORMAT:  # merge's own merged.json: an output, never an input
+            if not in_folder:
+                raise MergeError(f"{path}: a merged document (merge's own output); merge the reports it was made from")
+            raw_in_folders.append(path)
+        elif "format" in data:
             runs.append(read_report(path, _checked_format(path, data)))
         elif is_bench(data):
             bench += read_bench(path, data)

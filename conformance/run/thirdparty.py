@@ -18,6 +18,7 @@ import sys
 
 from gpt2_conformance import registry, results as res
 from gpt2_conformance import waivers
+from gpt2_conformance.api.machine import cores
 from gpt2_conformance.run import runner
 
 _ANSI = re.compile(r"(\x1b|\\x1b)\[[0-9;]*m")  # escape codes, raw or as repr() writes them
@@ -33,7 +34,7 @@ def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT) -> tuple[res.
     entry = registry.builtin()[name]
     factory = registry.resolve(name)
     waiver_list = waivers.load(entry.waivers_path())
-    result = runner.run_backend(name, "cpu", timeout)
+    result = runner.run_backend(name, "cpu", timeout, shards=cores())  # the suite over every core
     waivers.apply(result, waiver_list)
     return result, waiver_list, factory.implementation()
 
