@@ -102,3 +102,13 @@ def test_report_and_log_names_are_safe_and_concurrent_runs_keep_their_own_logs(t
     assert logs[0] != logs[1] and all(os.path.getsize(os.path.join(tmp_path, log)) > 0 for log in logs), logs
     stems = sorted(p.name for p in (tmp_path / "r").iterdir())
     assert stems == [f"gpt2-conformance-helpers.mutants_FlatLogits-cpu.{ext}" for ext in ("json", "log", "md", "xml")]
+
+
+def test_timeout_bounds_an_adapter_module_that_hangs_at_import(tmp_path):
+    (tmp_path / "hangs_at_import.py").write_text("import time\n\ntime.sleep(3600)\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "hangs_at_import:Adapter",
+                          "--timeout", "2"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1 and "took longer than --timeout 2 s" in out.stderr, out.stderr
+    assert time.perf_counter() - start < 30

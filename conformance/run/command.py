@@ -9,10 +9,13 @@ registry's order, whatever order they finish in."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import random
+import signal
 import sys
 import tempfile
+import threading
 import time
 
 from gpt2_conformance import registry
@@ -61,6 +64,9 @@ def run(args) -> int:
         waiver_list = _waivers(name, args, _log_dir(args))
     except (ImportError, LookupError, ValueError) as exc:  # WaiverFileError is a ValueError
         return _usage(str(exc), args)
+    except TimeoutError as exc:  # the adapter's module hung at import: it could not run
+        print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
+        return res.EXIT_FAIL
     return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
 
 
@@ -98,7 +104,8 @@ def _waivers(name: str, args, log_dir: str) -> list:
     if spec is None:
         found = registry.entry(name)
         if found is None:
-            registry.resolve(name)  # an installed plug-in resolves; anything else raises LookupError
+            with _bounded(args.timeout, f"importing the plug-in {name}"):
+                registry.resolve(name)  # an installed plug-in resolves; anything else raises LookupError
         else:
             lacking = registry.missing_framework(name)
             if lacking:
@@ -106,10 +113,31 @@ def _waivers(name: str, args, log_dir: str) -> list:
                 raise ImportError(f"backend {name}: {lacking} is not installed ({hint})")
         path = args.waivers or registry.waivers_file(name)
     else:
-        with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)):
+        with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
+                _bounded(args.timeout, f"importing the adapter {spec}"):
             factory = registry.load_object(spec)
         path = args.waivers or registry.waivers_file(spec, factory)
     return waivers.load(path) if path else []
+
+
+@contextlib.contextmanager
+def _bounded(seconds: float, what: str):
+    """A hang in Python code inside the block ends after `seconds` with TimeoutError (SIGALRM, as
+    pytest-timeout's own method; only the main thread can take it, so elsewhere it is unbounded)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TimeoutError(f"{what} took longer than --timeout {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResult:
