@@ -65,11 +65,11 @@ import sys, numpy as np
 from gpt2_conformance import registry
 from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.bench import native
-from gpt2_conformance.bench.child import _tables
+from gpt2_conformance.bench.child import tables
 name = sys.argv[1]
 factory = registry.resolve(name)
 assert native.has_native(factory), f"{name}: no native hooks"
-wte, wpe = _tables(768)
+wte, wpe = tables(768)
 adapter = factory(AdapterConfig(768))
 adapter.load_tables(wte, wpe)
 nb = native.find(adapter, "cpu")
