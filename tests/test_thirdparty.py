@@ -67,7 +67,7 @@ def test_stale_waiver_is_reported(tmp_path):
     status = {c.clause.id: c.status for c in result.clauses}
     assert status["BOUNDS-MESSAGE"] == res.WAIVED and status["TIED-LOGITS"] == res.PASS
     assert len(result.stale_waivers) == 1 and result.stale_waivers[0].startswith("TIED-LOGITS")
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # a stale waiver fails the gate, as in `thirdparty` and the pytest route
 
 
 def test_stale_waiver_on_a_real_result(suite_result):
