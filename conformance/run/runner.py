@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import io
-import json
 import os
 import platform
 import signal

@@ -149,11 +149,6 @@ class DrawMode:
     thorough: bool = False
     seed: int | None = None  # thorough: the seed of the draws, printed and stored in the report
 
-    def describe(self) -> dict:
-        if not self.thorough:
-            return {"mode": "default", "derandomized": True, "examples_factor": 1}
-        return {"mode": "thorough", "derandomized": False, "examples_factor": THOROUGH_FACTOR, "seed": self.seed}
-
 
 MODE = DrawMode()
 
