@@ -71,6 +71,8 @@ def probe(device: str, name: str) -> int:
         return line("skip", "skip", f"not installed on this machine: {lacking} is not importable")
     try:
         factory = registry.resolve(name)
+    except LookupError as exc:
+        return line("skip", "skip", str(exc))
     except Exception as exc:  # noqa: BLE001  (its framework is there but the adapter does not import)
         return line("skip", "skip", f"the adapter does not import: {type(exc).__name__}: {str(exc)[:300]}")
     caps = getattr(factory, "capabilities", None)

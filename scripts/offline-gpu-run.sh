@@ -190,16 +190,17 @@ else
 fi
 # JAX takes 75% of the GPU's memory at start unless told not to: several processes share the GPU here
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
+safe() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_'; }  # a file name for a backend (a plug-in spec has a colon)
 for b in $CANDIDATES; do
-  step check "probe-$b" 120 --bg -- "$PY" "$HERE/gpu_run.py" probe "$DEVICE" "$b"
+  step check "probe-$(safe "$b")" 120 --bg -- "$PY" "$HERE/gpu_run.py" probe "$DEVICE" "$b"
 done
 wait_all
 printf 'backend\tcpu\t%s\treason\n' "$DEVICE" > "$OUT/plan.tsv"
 GPU_RUN="" CPU_RUN=""
 for b in $CANDIDATES; do
-  line=$(awk -F'\t' -v b="$b" '$1 == b && NF >= 3' "$OUT/logs/probe-$b.log" | tail -n 1)
+  line=$(awk -F'\t' -v b="$b" '$1 == b && NF >= 3' "$OUT/logs/probe-$(safe "$b").log" | tail -n 1)
   if [ -z "$line" ]; then
-    line=$(printf '%s\tskip\tskip\tthe probe failed (logs/probe-%s.log)' "$b" "$b")
+    line=$(printf '%s\tskip\tskip\tthe probe failed (logs/probe-%s.log)' "$b" "$(safe "$b")")
   fi
   echo "$line" >> "$OUT/plan.tsv"
   IFS=$'\t' read -r _ cpu dev why <<< "$line"
@@ -218,13 +219,13 @@ runs=$((n_gpu + n_cpu))
 JOBS=$(( runs > 0 ? (CORES / runs > 0 ? CORES / runs : 1) : 1 ))
 RESERVE=$((MERGE_RESERVE + (BENCH ? 60 : 0)))   # the bench keeps at least a minute
 for b in $GPU_RUN; do
-  step run "suite-$DEVICE-$b" 240 --bg -- "$PY" -m gpt2_conformance.cli run --backend "$b" --device "$DEVICE" \
-    --jobs "$JOBS" --timeout 90 --report-dir "$OUT/suite-$DEVICE/$b"
+  step run "suite-$DEVICE-$(safe "$b")" 240 --bg -- "$PY" -m gpt2_conformance.cli run --backend "$b" --device "$DEVICE" \
+    --jobs "$JOBS" --timeout 90 --report-dir "$OUT/suite-$DEVICE/$(safe "$b")"
 done
 for b in $CPU_RUN; do  # the CPU pass sees no GPU: torch and JAX cannot place anything there by default
-  step run "suite-cpu-$b" 240 --bg -- env CUDA_VISIBLE_DEVICES= JAX_PLATFORMS=cpu \
+  step run "suite-cpu-$(safe "$b")" 240 --bg -- env CUDA_VISIBLE_DEVICES= JAX_PLATFORMS=cpu \
     "$PY" -m gpt2_conformance.cli run --backend "$b" --device cpu --jobs "$JOBS" --timeout 90 \
-    --report-dir "$OUT/suite-cpu/$b"
+    --report-dir "$OUT/suite-cpu/$(safe "$b")"
 done
 [ "$DEVICE" = cpu ] && skip parity-pass-cpu "--device cpu: the first pass already ran on the CPU"
 [ -z "$GPU_RUN" ] && skip "suite-$DEVICE" "no backend can run on $DEVICE here (plan.tsv)"
