@@ -6,6 +6,7 @@
     gpt2-conformance golden --checkpoint PATH [--backend NAME]   # is it the real GPT-2?
     gpt2-conformance bench [--quick] [--device gpu] [--compare BASE.json --fail-above PCT]
     gpt2-conformance thirdparty [NAME ...] [--out reports]     # one report per judged implementation
+    gpt2-conformance upstream [NAME ...] [--out-dir DIR]  # a reproduction + issue draft per waived cause
     gpt2-conformance merge FILE.json... [--out-dir DIR]   # one matrix, parity, bench table, scoreboard.html
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance list [--long]   # backend names (--long: what they are, whether installed)
@@ -28,6 +29,7 @@ COMMANDS = {
     "golden": "gpt2_conformance.golden.command",
     "bench": "gpt2_conformance.bench.command",
     "thirdparty": "gpt2_conformance.run.thirdparty",
+    "upstream": "gpt2_conformance.upstream.command",
     "merge": "gpt2_conformance.merge.command",
     "constraints": "gpt2_conformance.run.constraints_command",
     "spec": "gpt2_conformance.cli",

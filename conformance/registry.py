@@ -134,3 +134,10 @@ def waivers_file(name_or_spec: str, factory=None) -> str | None:
     if found is not None:
         return found.waivers_path()
     return getattr(factory, "WAIVERS", None) if factory is not None else None
+
+
+def upstream_dir(name_or_spec: str, factory=None) -> str | None:
+    """The folder of a backend's upstream reproductions (`gpt2-conformance upstream`): `upstream/`
+    beside its waiver file, whether that folder exists or not; None without a waiver file."""
+    path = waivers_file(name_or_spec, factory)
+    return os.path.join(os.path.dirname(os.path.abspath(path)), "upstream") if path else None

@@ -51,9 +51,13 @@ def load(path: str) -> list[Waiver]:
     return waivers
 
 
-def apply(result: res.SuiteResult, waivers: list[Waiver]) -> res.SuiteResult:
-    """FAIL -> WAIVED for waived clauses; waivers whose clause did not fail become stale."""
+def apply(result: res.SuiteResult, waivers: list[Waiver], fixed: dict[str, str] | None = None) -> res.SuiteResult:
+    """FAIL -> WAIVED for waived clauses; waivers whose clause did not fail become stale. `fixed`
+    (clause -> why, from gpt2_conformance.upstream.causes.fixed_clauses) names waived clauses whose
+    upstream reproduction no longer reproduces: their waivers are stale too, even where the
+    clause still failed here (the library says it is fixed; the waiver needs a look)."""
     by_clause = {w.clause: w for w in waivers}
+    fixed = fixed or {}
     for c in result.clauses:
         waiver = by_clause.get(c.clause.id)
         if waiver is None:
@@ -61,6 +65,8 @@ def apply(result: res.SuiteResult, waivers: list[Waiver]) -> res.SuiteResult:
         if c.status == res.FAIL:
             c.status, c.message = res.WAIVED, f"{c.message} [waived: {waiver.reason} {waiver.link}]"
             c.waiver = {"reason": waiver.reason, "link": waiver.link}
+            if c.clause.id in fixed:
+                result.stale_waivers.append(f"{c.clause.id} is waived ({waiver.link}) but {fixed[c.clause.id]}")
         else:
             result.stale_waivers.append(f"{c.clause.id} is waived ({waiver.link}) but did not fail ({c.status})")
     return result

@@ -8,7 +8,7 @@ The layers, lowest first; a module imports only from its own layer or a lower on
     model      spec (the clauses), results (their verdicts), waivers, registry (the one reader of the backend list)
     runtime    what the suite runs on, and the golden data it reads
     suite      the clause tests
-    run        running a backend in child processes; its reports, waivers, parity
+    run        running a backend in child processes; its reports, waivers, parity; the upstream reproductions
     reports    merge, bench, and every `command` module (a CLI command is the top of its package)
     cli        the command line and the pytest entry point
 
@@ -32,7 +32,7 @@ LAYERS = [
     ("model", [f"{PACKAGE}.spec", f"{PACKAGE}.results", f"{PACKAGE}.waivers", f"{PACKAGE}.registry"]),
     ("runtime", [f"{PACKAGE}.runtime", f"{PACKAGE}.golden"]),
     ("suite", [f"{PACKAGE}.suite"]),
-    ("run", [f"{PACKAGE}.run"]),
+    ("run", [f"{PACKAGE}.run", f"{PACKAGE}.upstream"]),
     ("reports", [f"{PACKAGE}.merge", f"{PACKAGE}.bench"]),
     ("cli", [f"{PACKAGE}.cli", f"{PACKAGE}.pytest_plugin", PACKAGE]),
 ]

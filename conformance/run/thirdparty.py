@@ -6,7 +6,8 @@ For each implementation: the suite in child processes (gpt2_conformance.run.runn
 Keras backend gets its own process), its waiver file applied (gpt2_conformance.waivers), and
 reports/<name>.md with the implementation and versions, the scorecard, and for every finding
 the clause, the suite's one-line message (input, expected vs actual) and the evidence from the
-waiver file (reason and source line / tracker link). Exit status 1 if any clause fails without
+waiver file (reason and source line / tracker link). Its upstream reproductions
+(`gpt2-conformance upstream`) run too: one that no longer reproduces makes its waivers stale. Exit status 1 if any clause fails without
 a waiver or a waiver is stale, as in CI.
 """
 
@@ -20,6 +21,7 @@ from gpt2_conformance import registry, results as res
 from gpt2_conformance import waivers
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance.run import runner
+from gpt2_conformance.upstream import causes
 
 _ANSI = re.compile(r"(\x1b|\\x1b)\[[0-9;]*m")  # escape codes, raw or as repr() writes them
 
@@ -29,13 +31,17 @@ def missing(name: str) -> str | None:
     return registry.missing_framework(name)
 
 
-def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT) -> tuple[res.SuiteResult, list, str]:
-    """(result with waivers applied, the waivers, the implementation string) for one name."""
+def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT,
+          reproductions: bool = False) -> tuple[res.SuiteResult, list, str]:
+    """(result with waivers applied, the waivers, the implementation string) for one name. With
+    `reproductions`, its upstream reproduction scripts run too (gpt2_conformance.upstream): a
+    waiver whose reproduction no longer reproduces is stale."""
     entry = registry.builtin()[name]
     factory = registry.resolve(name)
     waiver_list = waivers.load(entry.waivers_path())
     result = runner.run_backend(name, "cpu", timeout, shards=cores())  # the suite over every core
-    waivers.apply(result, waiver_list)
+    fixed = causes.fixed_clauses(causes.reproduce(name, jobs=cores())) if reproductions else {}
+    waivers.apply(result, waiver_list, fixed)
     return result, waiver_list, factory.implementation()
 
 
@@ -112,7 +118,7 @@ def run(args) -> int:
             print(f"{name}: skipped, {lacking} is not importable", file=sys.stderr)
             status = 1
             continue
-        result, waiver_list, implementation = judge(name)
+        result, waiver_list, implementation = judge(name, reproductions=True)
         entry = registry.builtin()[name]
         rel = f"backends/{entry.package.removeprefix(registry.BACKENDS_PACKAGE + '.').replace('.', '/')}/{entry.waivers}"
         out = os.path.join(args.out, f"{name}.md")
