@@ -55,8 +55,12 @@ def _cell(text: str, limit: int = 0, table: bool = False) -> str:
     return text if not limit or len(text) <= limit else text[: limit - 3] + "..."
 
 
-def markdown(name: str, result: res.SuiteResult, waiver_list: list, implementation: str, waiver_path: str) -> str:
+def markdown(name: str, result: res.SuiteResult, waiver_list: list, implementation: str, waiver_path: str,
+             drafts: list | None = None) -> str:
+    """The report; `drafts` (status.json's drafts from `gpt2-conformance upstream`, in the report
+    folder's upstream/NAME/) adds each waived finding's upstream issue draft."""
     counts = result.by_status()
+    drafts = drafts or []
     by_clause = {w.clause: w for w in waiver_list}
     lines = [
         f"# {name}: {implementation}",
@@ -89,12 +93,25 @@ def markdown(name: str, result: res.SuiteResult, waiver_list: list, implementati
                   + (", ..." if len(failed_tests) > 4 else "") + ")"]
         if waiver:
             lines += [f"- Evidence: {waiver.reason}", f"- Source / tracker: <{waiver.link}>"]
+            lines += [f"- Upstream draft ({d['status']}): [{_cell(d['title'])}](upstream/{name}/{d['cause']}.md)"
+                      for d in drafts if c.clause.id in d["clauses"]]
         else:
             lines.append("- **Not waived**: an unexplained failure (fails the CI gate).")
         lines.append("")
     if result.stale_waivers:
         lines += ["## Stale waivers", ""] + [f"- {s}" for s in result.stale_waivers] + [""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _drafts(out: str, name: str) -> list:
+    """The upstream drafts written for `name` beside the report (reports/upstream/NAME/status.json)."""
+    import json
+
+    path = os.path.join(out, "upstream", name, "status.json")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("drafts", [])
 
 
 def add_parser(sub) -> None:
@@ -123,7 +140,7 @@ def run(args) -> int:
         rel = f"backends/{entry.package.removeprefix(registry.BACKENDS_PACKAGE + '.').replace('.', '/')}/{entry.waivers}"
         out = os.path.join(args.out, f"{name}.md")
         with open(out, "w", encoding="utf-8") as f:
-            f.write(markdown(name, result, waiver_list, implementation, rel))
+            f.write(markdown(name, result, waiver_list, implementation, rel, _drafts(args.out, name)))
         counts = result.by_status()
         print(f"{name}: {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {counts[res.WAIVED]} waived, "
               f"{len(result.stale_waivers)} stale waiver(s) in {result.duration:.0f} s -> {out}")

@@ -195,6 +195,8 @@ def run_all(items: list[tuple[Cause, str]], jobs: int = 2, timeout: float = TIME
 
 
 def write_scripts(causes: Causes, folder: str) -> list[tuple[Cause, str]]:
+    """Each cause's rendered script as folder/<id>.py; (cause, absolute path) for run_all."""
+    folder = os.path.abspath(folder)
     os.makedirs(folder, exist_ok=True)
     items = []
     for cause in causes.causes:
