@@ -123,6 +123,15 @@ def facts(out_dir: str, device: str) -> int:
         return 1
     gpu = _columns(doc, device)
     lines += [f"Columns on {device}: {', '.join(gpu) or 'none'}.", ""]
+    try:
+        with open(os.path.join(out_dir, "plan.tsv"), encoding="utf-8") as f:
+            plan = [ln.rstrip("\n").split("\t") for ln in f][1:]
+        lines += [f"Not run on {device} (plan.tsv):", ""]
+        lines += [f"- {row[0]}: {row[3] if len(row) > 3 else ''}" for row in plan if len(row) > 2 and row[2] != "run"] \
+            or ["- none"]
+        lines.append("")
+    except OSError:
+        pass
 
     lines += ["## 1. float32 h bit-identical between CPU and GPU (merge exits 1 if not)", ""]
     problems = doc.get("parity", {}).get("problems", [])
@@ -134,6 +143,9 @@ def facts(out_dir: str, device: str) -> int:
         cell = _cell(doc, "TIED-LOGITS-FLOAT32", label)
         tf32 = " (the errors fit TF32 inputs)" if "TF32" in cell.get("message", "") else ""
         lines.append(f"- {label}: {cell.get('status', 'absent')}{tf32}: {cell.get('message', '')[:300]}")
+    lines += ["", "The built-in jax backend asks for precision=HIGHEST in its head (backends/jax/model.py), so its "
+              "column tests full float32, not JAX's default; the default shows only in an implementation that keeps "
+              "it (keras-hub-jax, where installed)."]
     lines += ["", "## 3. A CUDA device-side assert costs its clause only", "",
               "Clauses whose message on a GPU column mentions a CUDA error (more than one BOUNDS clause per "
               "column would mean a poisoned CUDA context leaked into later tests):", ""]

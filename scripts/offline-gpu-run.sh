@@ -206,8 +206,9 @@ for b in $CANDIDATES; do
   IFS=$'\t' read -r _ cpu dev why <<< "$line"
   [ "$dev" = run ] && GPU_RUN="$GPU_RUN $b"
   [ "$cpu" = run ] && CPU_RUN="$CPU_RUN $b"
-  [ "$dev" = skip ] && echo "offline-gpu-run: skip $b on $DEVICE: ${why:-see plan.tsv}"
-  [ "$DEVICE" != cpu ] && [ "$cpu" = skip ] && echo "offline-gpu-run: skip $b on cpu: ${why:-see plan.tsv}"
+  why=${why:-see plan.tsv}
+  [ "$dev" = skip ] && echo "offline-gpu-run: skip $b on $DEVICE: ${why#"$DEVICE: "}"
+  [ "$DEVICE" != cpu ] && [ "$cpu" = skip ] && echo "offline-gpu-run: skip $b on cpu: ${why#"cpu: "}"
 done
 [ "$DEVICE" = cpu ] && CPU_RUN=""   # the first pass already ran on the CPU
 echo "offline-gpu-run: on $DEVICE:${GPU_RUN:- none}; parity pass on cpu:${CPU_RUN:- none}"

@@ -226,7 +226,7 @@ def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path,
     assert (plan["numpy"]["cpu"], plan["numpy"]["gpu"]) == ("run", "skip"), plan["numpy"]
     assert (plan["torch"]["cpu"], plan["torch"]["gpu"]) == ("skip", "skip"), plan["torch"]
     assert "not installed on this machine: torch is not importable" in plan["torch"]["reason"]
-    assert "skip numpy on gpu: gpu: the adapter claims devices cpu only" in out, out[-4000:]
+    assert "skip numpy on gpu: the adapter claims devices cpu only (NumpyAdapter.capabilities)" in out, out[-4000:]
     assert "skip tensorflow on gpu: not installed on this machine: tensorflow is not importable" in out
 
     doc = json.loads((out_dir / "merged" / "merged.json").read_text())
