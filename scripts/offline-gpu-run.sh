@@ -188,6 +188,7 @@ if [ -n "$BACKENDS" ]; then
 else
   CANDIDATES=$(PYTHONPATH="$SITE" timeout 60 "$PY" "$HERE/gpu_run.py" backends 2>"$OUT/logs/backends.log" | tr '\n' ' ')
 fi
+[ -z "${CANDIDATES// /}" ] && row plan failed - 0 - logs/backends.log "no backend to plan: the registry could not be listed"
 # JAX takes 75% of the GPU's memory at start unless told not to: several processes share the GPU here
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 safe() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_'; }  # a file name for a backend (a plug-in spec has a colon)
