@@ -17,6 +17,7 @@ import keras_hub
 # GPT-2's vocabulary (50257) and context (1024), one block. WIDTH is small because nothing
 # shown here depends on it.
 WIDTH = 64
+keras.utils.set_random_seed(0)
 backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
                                          intermediate_dim=4 * WIDTH, max_sequence_length=1024)
 
