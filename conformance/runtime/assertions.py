@@ -1,7 +1,9 @@
 """Assertion helpers. Every failure is one line that names the call, the input, and
 expected vs actual, e.g.
 
-  h[0, 3, 17]=0.0123 but should be 0.0456 [embed(ids=int64[2, 5] in [0, 50256], past_length=3)]; 12 of 7680 differ, max |diff| 0.033
+  h[0, 3, 17]=0.0123 but should be 0.0456; 12 of 7680 elements differ, max |diff| 0.033, 0 NaN [embed(ids=int64[2, 5] in [0, 50256], past_length=3)]
+
+An exception the adapter raised ends with its call too (runtime/verdicts.py).
 """
 
 from __future__ import annotations
@@ -9,30 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from gpt2_conformance.api.gpt2 import N_VOCAB
-
-
-def describe_ids(ids: np.ndarray) -> str:
-    from gpt2_conformance.runtime.strategies import layout_of
-
-    layout = layout_of(ids)
-    text = f"{ids.dtype}{list(ids.shape)}" + (f" {layout}" if layout else "")
-    return text if ids.size == 0 else f"{text} in [{ids.min()}, {ids.max()}]"
-
-
-def describe_call(method: str, ids: np.ndarray | None = None, past_length=None, **more) -> str:
-    parts = []
-    if ids is not None:
-        parts.append(f"ids={describe_ids(ids)}")
-    if past_length is not None:
-        parts.append(f"past_length={past_length!r}")  # repr: np.int64(5) and array(5) show their form
-    parts += [f"{k}={v}" for k, v in more.items()]
-    return f"{method}({', '.join(parts)})"
+from gpt2_conformance.runtime.calls import describe_call, describe_ids  # noqa: F401 - the tests' one import
 
 
 def as_array(out, call: str) -> np.ndarray:
     """The adapter returned a numpy array (the protocol's only bridge)."""
     if not isinstance(out, np.ndarray):
-        raise AssertionError(f"{call} returned {type(out).__name__}, but should return numpy.ndarray")
+        raise AssertionError(f"returned {type(out).__name__}, but should return numpy.ndarray [{call}]")
     return out
 
 
@@ -83,9 +68,9 @@ def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h
         worst = np.nanmax(diff) if np.isfinite(diff).any() else np.nan
         extra = f" ({note})" if note else ""
         raise AssertionError(
-            f"{_index(what, idx)}={_num(a[idx])} but should be {_num(expected[idx])}{extra} [{call}]; "
+            f"{_index(what, idx)}={_num(a[idx])} but should be {_num(expected[idx])}{extra}; "
             f"{int(differ.sum())} of {differ.size} elements differ, max |diff| {worst:.3g}, "
-            f"{int(np.isnan(a).sum())} NaN"
+            f"{int(np.isnan(a).sum())} NaN [{call}]"
         )
 
 
@@ -99,8 +84,8 @@ def assert_within(actual, expected: np.ndarray, bound: np.ndarray, call: str, wh
         idx = tuple(int(i) for i in np.unravel_index(np.argmax(ratio), ratio.shape))
         raise AssertionError(
             f"{_index(what, idx)}={_num(actual[idx])} but should be {_num(expected[idx])} "
-            f"+- {float(bound[idx]):.3g}{' (' + rule + ')' if rule else ''} [{call}]; "
-            f"{int(bad.sum())} of {bad.size} elements outside, worst |err|/bound {float(ratio[idx]):.3g}"
+            f"+- {float(bound[idx]):.3g}{' (' + rule + ')' if rule else ''}; "
+            f"{int(bad.sum())} of {bad.size} elements outside, worst |err|/bound {float(ratio[idx]):.3g} [{call}]"
         )
 
 
@@ -127,7 +112,7 @@ def assert_raises(fn, call: str, why: str) -> BaseException:
         raise  # the suite's own failure (a call outside the claims) is never the raise asked for
     except Exception as exc:  # noqa: BLE001 - any exception is a raise; BOUNDS-MESSAGE judges its kind
         return exc
-    raise AssertionError(f"{call} {describe_returned(out)}, but should raise ({why})")
+    raise AssertionError(f"{describe_returned(out)}, but should raise ({why}) [{call}]")
 
 
 def changed_row(table: np.ndarray, row: int, seed: int) -> np.ndarray:
@@ -149,11 +134,11 @@ def assert_moves_exactly_at(before: np.ndarray, after: np.ndarray, where: np.nda
     if stray.any():
         b, t, j = (int(i) for i in np.argwhere(stray)[0])
         raise AssertionError(f"h[{b}, {t}, {j}] changed from {float(before[b, t, j]):.9g} to {float(after[b, t, j]):.9g} "
-                             f"after {why}, but that row should not be read there [{call}]; "
-                             f"{int(stray.any(-1).sum())} (b, t) rows moved that should not")
+                             f"after {why}, but that row should not be read there; "
+                             f"{int(stray.any(-1).sum())} (b, t) rows moved that should not [{call}]")
     still = ~moved & where[..., None]
     if still.any():
         b, t, j = (int(i) for i in np.argwhere(still)[0])
         raise AssertionError(f"h[{b}, {t}, {j}]={float(after[b, t, j]):.9g} did not change after {why}, but h must "
-                             f"read that row there [{call}]; {int(still.sum())} of {int(where.sum()) * after.shape[-1]} elements "
-                             "did not move")
+                             f"read that row there; {int(still.sum())} of {int(where.sum()) * after.shape[-1]} elements "
+                             f"did not move [{call}]")

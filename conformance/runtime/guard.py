@@ -9,7 +9,12 @@
    never forwarded.
 2. The suite never blames an implementation for its own failure. Every exception that leaves
    the adapter is marked as the adapter's (raised_by_adapter); the plugin reports an unmarked
-   exception, one the suite's own code or data raised, as ERROR, not FAIL.
+   exception, one the suite's own code or data raised, as ERROR, not FAIL. The exception
+   also carries the call in the suite's own form (runtime/calls.py), so its FAIL line says which
+   input caused it.
+3. The caller's arrays stay as they were: every array passed and every answer given back is
+   watched (runtime/side_effects.py) for STATE-NO-SIDE-EFFECTS, and what an adapter changed is
+   put back, so that defect fails that clause and not every clause whose data it changed.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import numbers
 import numpy as np
 
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.runtime.calls import describe_array, describe_call
+from gpt2_conformance.runtime.side_effects import SideEffectWatch
 
 
 class SuiteError(Exception):
@@ -29,19 +36,28 @@ class SuiteError(Exception):
 _ADAPTER_EXCEPTIONS: dict[int, BaseException] = {}  # for exception types that take no attribute
 
 
-def mark_raised_by_adapter(exc: BaseException, method: str) -> None:
+def mark_raised_by_adapter(exc: BaseException, method: str, call: str = "") -> None:
     try:
         exc.__gpt2c_adapter_method__ = method
+        exc.__gpt2c_call__ = call or f"{method}(...)"
     except (AttributeError, TypeError):
-        _ADAPTER_EXCEPTIONS[id(exc)] = exc  # kept alive, so the id stays this exception's
+        _ADAPTER_EXCEPTIONS[id(exc)] = (exc, call or f"{method}(...)")  # kept alive: the id stays this exception's
 
 
 def raised_by_adapter(exc: BaseException) -> str | None:
     """The adapter method an exception left from, or None if the suite raised it."""
     method = getattr(exc, "__gpt2c_adapter_method__", None)
-    if method is None and _ADAPTER_EXCEPTIONS.get(id(exc)) is exc:
+    if method is None and _ADAPTER_EXCEPTIONS.get(id(exc), (None,))[0] is exc:
         method = "adapter"
     return method
+
+
+def call_of(exc: BaseException) -> str:
+    """The call an adapter's exception left from, in the suite's form ("" if the suite raised it)."""
+    call = getattr(exc, "__gpt2c_call__", None)
+    if call is None and _ADAPTER_EXCEPTIONS.get(id(exc), (None,))[0] is exc:
+        call = _ADAPTER_EXCEPTIONS[id(exc)][1]
+    return call or ""
 
 
 def is_zero_offset(past_length) -> bool:
@@ -54,57 +70,84 @@ def is_zero_offset(past_length) -> bool:
 
 
 class GuardedAdapter:
-    """Forwards to `inner` after checking the claim each call needs (module docstring)."""
+    """Forwards to `inner` after checking the claim each call needs, and watches the arrays it
+    passes and gets back (module docstring)."""
 
     def __init__(self, inner, capabilities: Capabilities):
         self._inner, self._caps = inner, capabilities
+        self._watch = SideEffectWatch()
+
+    def side_effects(self) -> list:
+        """What this adapter changed that it should not have (side_effects.SideEffect: what, call),
+        in the order it happened (STATE-NO-SIDE-EFFECTS)."""
+        return list(self._watch.found)
 
     def _need(self, requirement: str, call: str) -> None:
         if not self._caps.claims(requirement):
             raise SuiteError(f"the suite called {call}, which needs {requirement}, but the adapter does not "
                              "claim it (a bug in the suite: a clause must not call what is not claimed)")
 
-    def _forward(self, method: str, *args):
+    def _forward(self, method: str, args: tuple, call: str, watched: dict | None = None, answer: str = ""):
+        """The adapter's method on args; `watched` arrays are checked (and put back) after it, and an
+        answer named `answer` is watched from now on (runtime/side_effects.py)."""
+        kept = self._watch.keep_arguments(watched or {})
         try:
-            return getattr(self._inner, method)(*args)
+            out = getattr(self._inner, method)(*args)
         except Exception as exc:
-            mark_raised_by_adapter(exc, method)
+            mark_raised_by_adapter(exc, method, call)
             raise
+        finally:
+            self._watch.check_arguments(kept, call)
+        return self._watch.hand_back(out, answer, call) if answer else out
 
     # -- the protocol, each call with the claim it needs --------------------------------
     def load_tables(self, wte, wpe):
-        return self._forward("load_tables", wte, wpe)
+        call = describe_call("load_tables", wte=describe_array(wte), wpe=describe_array(wpe))
+        out = self._forward("load_tables", (wte, wpe), call)
+        self._watch.watch_tables(wte, wpe)
+        return out
 
     def tables(self):
-        return self._forward("tables")
+        return self._forward("tables", (), "tables()")
 
     def parameters(self):
-        return self._forward("parameters")
+        return self._forward("parameters", (), "parameters()")
 
     def embed(self, ids, past_length=0):
+        call = describe_call("embed", ids, past_length)
         if not is_zero_offset(past_length):
-            self._need("kv_cache", f"embed(past_length={past_length!r})")
-        return self._forward("embed", ids, past_length)
+            self._need("kv_cache", call)
+        return self._forward("embed", (ids, past_length), call, {"ids": ids}, answer="h")
 
     def logits(self, h_final):
-        self._need("tied_head", "logits(h_final)")
-        return self._forward("logits", h_final)
+        call = describe_call("logits", h_final=describe_array(h_final))
+        self._need("tied_head", call)
+        return self._forward("logits", (h_final,), call, {"h_final": h_final}, answer="logits")
 
     def init_tables(self, seed):
-        self._need("init", f"init_tables(seed={seed})")
-        return self._forward("init_tables", seed)
+        call = f"init_tables(seed={seed!r})"
+        self._need("init", call)
+        return self._forward("init_tables", (seed,), call)
 
     def assign_wte_row(self, index, values):
-        self._need("mutable_tables", f"assign_wte_row({index})")
-        return self._forward("assign_wte_row", index, values)
+        call = f"assign_wte_row({index!r}, values={describe_array(values)})"
+        self._need("mutable_tables", call)
+        kept = self._watch.keep_row(index)
+        out = self._forward("assign_wte_row", (index, values), call, {"values": values})
+        self._watch.check_row(kept, index, call)
+        return out
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        self._need("gradients", "gradients(...)")
+        call = describe_call("gradients", ids, past_length, cotangent_h=describe_array(cotangent_h),
+                             cotangent_logits=describe_array(cotangent_logits))
+        self._need("gradients", call)
         if np.any(cotangent_logits):
             self._need("tied_head", "gradients(cotangent_logits != 0)")
         if not is_zero_offset(past_length):
-            self._need("kv_cache", f"gradients(past_length={past_length!r})")
-        return self._forward("gradients", ids, past_length, cotangent_h, cotangent_logits)
+            self._need("kv_cache", call)
+        return self._forward("gradients", (ids, past_length, cotangent_h, cotangent_logits), call,
+                             {"ids": ids, "cotangent_h": cotangent_h, "cotangent_logits": cotangent_logits},
+                             answer="gradients")
 
     def __getattr__(self, name):  # anything else (an adapter's own switches) is the adapter's
         return getattr(self._inner, name)
@@ -125,7 +168,7 @@ class GuardedFactory:
         try:
             instance = self._factory(config)
         except Exception as exc:
-            mark_raised_by_adapter(exc, "__init__")
+            mark_raised_by_adapter(exc, "__init__", f"building the adapter with {config}")
             raise
         return GuardedAdapter(instance, self._caps)
 

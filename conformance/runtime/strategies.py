@@ -57,16 +57,6 @@ def in_layout(ids: np.ndarray, layout: str) -> np.ndarray:
     raise ValueError(f"in_layout: unknown layout {layout!r}; known: {LAYOUTS}")
 
 
-def layout_of(ids: np.ndarray) -> str:
-    """A short tag for messages: "" for a writable C-contiguous array."""
-    tags = []
-    if not ids.flags.c_contiguous:
-        tags.append("F-order" if ids.flags.f_contiguous else f"strides={ids.strides}")
-    if not ids.flags.writeable:
-        tags.append("read-only")
-    return " ".join(tags)
-
-
 @st.composite
 def batch_and_length(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_len: int = N_CTX):
     """(B, T): B up to 64, T up to max_len for B <= 3, 64 for B <= 16, 8 above (cheap)."""

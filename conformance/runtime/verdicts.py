@@ -9,7 +9,7 @@ import re
 import traceback
 
 from gpt2_conformance.results import SUITE_ERROR_PREFIX
-from gpt2_conformance.runtime.guard import SuiteError, raised_by_adapter
+from gpt2_conformance.runtime.guard import SuiteError, call_of, raised_by_adapter
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its error messages
@@ -49,7 +49,7 @@ def classify(excinfo) -> tuple[str, str]:
     if not isinstance(exc, SuiteError):
         method = raised_by_adapter(exc)
         if method:
-            return "failed", f"adapter raised {type(exc).__name__}{_where(exc)}: {_first_line(exc)}"
+            return "failed", f"adapter raised {type(exc).__name__}{_where(exc)}: {_first_line(exc)} [{call_of(exc)}]"
         if _is_verdict(exc):
             return "failed", _first_line(exc)
     return "error", f"{SUITE_ERROR_PREFIX}{type(exc).__name__}{_where(exc)}: {_first_line(exc)} (the suite's own " \

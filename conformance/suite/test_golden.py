@@ -64,7 +64,7 @@ def _check_elements(h: np.ndarray, expected: list, call: str, describe) -> None:
         t, col, got, value, tol, rec = bad[0]
         precision = "bit for bit" if tol == 0 else f"+- {tol:.3g}"
         raise AssertionError(f"h[0, {t}, {col}]={float(got):.9g} but should be {value:.9g} {precision} "
-                             f"({describe(rec)}) [{call}]; {len(bad)} of {len(expected)} golden elements differ")
+                             f"({describe(rec)}); {len(bad)} of {len(expected)} golden elements differ [{call}]")
 
 
 @pytest.mark.clause("GOLDEN-TABLES-ROUNDTRIP")
@@ -98,8 +98,8 @@ def test_wpe_rows(zero_wte_adapter, golden_tables, capabilities, offset):
         if not diff.identical:
             i, j = diff.first_index
             raise AssertionError(f"h[0, {i}, {j}]={diff.first_value!r} but the real GPT-2 wpe[{past + i}, {j}] is "
-                                 f"{diff.first_reference!r} [{call}]; {diff.n_differ} of {diff.n_total} elements "
-                                 f"differ, max |diff| {diff.max_abs_diff:.3g}")
+                                 f"{diff.first_reference!r}; {diff.n_differ} of {diff.n_total} elements "
+                                 f"differ, max |diff| {diff.max_abs_diff:.3g} [{call}]")
     assert_bitwise_equal(h, real[None], call, note="the real GPT-2 wpe row past_length + t")
     printed = [(k.row - past, k.col, float(k.value) if k.exact else float(k.text), k.abs_tol, k)
                for k in golden.wpe_printed if past <= k.row < past + ids.shape[1]]

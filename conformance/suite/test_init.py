@@ -36,8 +36,8 @@ def _check(table, std, name):
     results = stats.normal_tests(np.asarray(table), std)
     failed = [r for r in results if not r.passed]
     if failed:
-        raise AssertionError(f"{name} after init_tables(seed={SEED}) is not N(0, {std}^2): "
-                             + "; ".join(map(str, failed)) + f" [false-alarm rate {stats.ALPHA_PER_TEST:.1e} each]")
+        raise AssertionError(f"{name} is not N(0, {std}^2): " + "; ".join(map(str, failed))
+                             + f" (false-alarm rate {stats.ALPHA_PER_TEST:.1e} each) [init_tables(seed={SEED})]")
 
 
 @pytest.mark.clause("INIT-WTE")
@@ -59,15 +59,16 @@ def test_tables_distinct(make_adapter, initialised):
     call = f"init_tables(seed={SEED})"
     for name, table in (("wte", wte), ("wpe", wpe)):
         if not table.any():
-            raise AssertionError(f"{name} is all zero after {call}, but should be random")
+            raise AssertionError(f"{name} is all zero, but should be random [{call}]")
         rows = _distinct_rows(table)
         if rows != table.shape[0]:
-            raise AssertionError(f"{name} has {rows} distinct rows after {call}, but should have {table.shape[0]}")
+            raise AssertionError(f"{name} has {rows} distinct rows, but should have {table.shape[0]} [{call}]")
     head = wte[: gpt2.N_CTX]
     scale = float((wpe * head).sum() / max((head * head).sum(), 1e-300))
     if np.allclose(wpe, scale * head, rtol=0, atol=1e-7):
-        raise AssertionError(f"wpe == {scale:.3g} * wte[:1024] after {call}, but should be drawn independently")
+        raise AssertionError(f"wpe == {scale:.3g} * wte[:1024], but should be drawn independently [{call}]")
     other = make_adapter(load=False)
     other.init_tables(OTHER_SEED)
     if np.array_equal(np.asarray(other.tables()[0]), initialised[0]):
-        raise AssertionError(f"init_tables(seed={OTHER_SEED}) gave the same wte as seed={SEED}, but should differ")
+        raise AssertionError(f"wte is the same as after init_tables(seed={SEED}), but two seeds should give different "
+                             f"tables [init_tables(seed={OTHER_SEED})]")

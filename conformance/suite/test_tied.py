@@ -44,8 +44,9 @@ def test_tied_logits_float32(adapter, tables, batch, seq_len):
     expected, bound = oracle.tied_logits(h, tables[0])
     try:
         assert_within(logits, expected, bound, call, rule="gamma_768(float32) bound")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}{oracle.likely_head_precision(h, tables[0], logits)}") from None
+    except AssertionError as exc:  # which input precision the errors fit, before the call that ends the line
+        text, _, call_part = str(exc).rpartition(" [")
+        raise AssertionError(f"{text}{oracle.likely_head_precision(h, tables[0], logits)} [{call_part}") from None
 
 
 @pytest.mark.clause("TIED-STORAGE")
