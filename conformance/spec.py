@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPEC_VERSION = "1.2"  # 1.1: GOLDEN clauses; 1.2: TIED-LOGITS-FLOAT32, relations, past_length forms
+SPEC_VERSION = "1.3"  # 1.1: GOLDEN clauses; 1.2: TIED-LOGITS-FLOAT32, relations, past_length forms;
+# 1.3: the STATE group (updates seen, no side effects), sentinel ids in BOUNDS-TOKEN
 
 MODEL_PY = "openai/gpt-2 src/model.py"  # as of commit 9b63575 (line numbers below)
 PAPER = "Radford et al. 2019, Language Models are Unsupervised Multitask Learners"
@@ -17,6 +18,7 @@ SEED_EMBEDDING = "shared/seeds/000 (Token + Position Embedding study note)"
 SEED_DIAGRAM = "shared/seeds/001 (GPT-2 embedding diagram, modeling_gpt2.py 493/576)"
 SEED_WTE = "shared/seeds/003 (Understanding GPT-2 Token Embeddings)"
 PROVENANCE = "shared/gpt2-reference/PROVENANCE.md"
+SEED_LEARNED = "shared/seeds/000 (wte and wpe are learned with the model)"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ GROUPS = {
     "TIED": "Tied output head",
     "DTYPE": "Reduced precision, against derived tolerances",
     "GOLDEN": "The real GPT-2 tables: bit-exact round trip, real rows, golden h",
+    "STATE": "Every call reads the current tables and changes nothing else",
 }
 
 CLAUSES: tuple[Clause, ...] = (
@@ -120,10 +123,13 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} line 152; {SEED_EMBEDDING} (Out-of-range positions are a user-level error)"),
     Clause("BOUNDS-TOKEN", "BOUNDS", "A token id outside [0, 50257) raises",
            "An id < 0 or >= 50257 anywhere in ids makes embed raise, and a valid call afterwards "
-           "answers as before; ids 0 and 50256 are valid. "
+           "answers as before; ids 0 and 50256 are valid. Among the bad ids, the sentinels real "
+           "pipelines send are each checked explicitly (see Inputs drawn), as int64 and int32, alone "
+           "and inside a valid batch, in a prefill and in a cached decode step. "
            "(numpy and torch indexing wrap -1 to the last row; tf.gather raises InvalidArgumentError on "
            "CPU, returns zero rows on GPU and clamps under XLA; JAX clamps or fills.)",
-           f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256)"),
+           f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256); "
+           "the sentinels' sources: see SENTINEL_IDS"),
     Clause("BOUNDS-PAST-LENGTH", "BOUNDS", "A negative or non-integer past_length raises",
            "past_length < 0, or a past_length that is not an integer (1.5, 2.0, True), raises. Valid "
            "forms: a Python int, a numpy integer, a 0-d integer array.",
@@ -219,6 +225,26 @@ CLAUSES: tuple[Clause, ...] = (
            "1023 is within TIED-LOGITS' structural bound of the float64 h @ wte^T of the golden "
            "wte (float32 accuracy is TIED-LOGITS-FLOAT32's).",
            f"{MODEL_PY} lines 170-171; {PROVENANCE}", ("tied_head",)),
+    # -- STATE -----------------------------------------------------------------------
+    Clause("STATE-UPDATES-SEEN", "STATE", "A table update is seen by every later call",
+           "After assign_wte_row(i, v), every later embed reads the new row i wherever ids hold i "
+           "(ids embedded before the update included, in a prefill and in a cached decode step), and "
+           "the later gradients use it; after load_tables(wte', wpe'), every later embed, logits and "
+           "gradients answers as an adapter freshly loaded with wte', wpe' (bit for bit for h, within "
+           "the structural bound for logits and gradients). No cache of gathered rows, of h or of a "
+           "converted head outlives the tables it was made from. (The head after assign_wte_row is "
+           "TIED-STORAGE's.)",
+           f"{SEED_LEARNED}; {MODEL_PY} lines 154-157, 171 (wte read by every call)"),
+    Clause("STATE-NO-SIDE-EFFECTS", "STATE", "Calls are pure reads: inputs untouched, outputs kept",
+           "embed, logits and gradients never write into an array they are given (ids in every layout, "
+           "h_final, the cotangents), never change an array they returned earlier (no reused output "
+           "buffer: every h, logits and gradient returned stays as it was returned, after any later "
+           "call), and never change the tables (tables() reads the same before and after). "
+           "load_tables copies its arguments: a later assign_wte_row leaves the caller's arrays as they "
+           "were. The suite keeps a private copy of every array it passes and every array it is given "
+           "and compares after each later call.",
+           f"{MODEL_PY} lines 144-157 (the embedding is a pure function of X, past and the tables); "
+           "the adapter protocol (load_tables: 'Must copy')"),
 )
 
 BY_ID = {c.id: c for c in CLAUSES}
@@ -232,6 +258,20 @@ def clause(clause_id: str) -> Clause:
         raise KeyError(f"unknown clause ID {clause_id!r}; known: {', '.join(BY_ID)}") from None
 
 
+# The ids data pipelines put into id tensors as markers: (name, values, source). Each must raise.
+SENTINEL_IDS = (
+    ("-100", (-100,), "torch.nn.CrossEntropyLoss ignore_index default and Hugging Face's label padding "
+     "(DataCollatorForSeq2Seq label_pad_token_id), which shared collators leak into input_ids"),
+    ("-1", (-1,), "padding in many loaders; torch.nn.Embedding(padding_idx=-1) counts it from the end"),
+    ("50257..50303", tuple(range(50257, 50304)), "the padded-vocabulary rows: karpathy/nanoGPT model.py "
+     "GPTConfig vocab_size = 50304 ('padded up to nearest multiple of 64'), vLLM "
+     "vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64"),
+    ("2^31 - 1", (2**31 - 1,), "int32's largest value, a C extension's 'no id' marker"),
+    ("-2^31", (-(2**31),), "int32's smallest value; abs() of it overflows back to itself"),
+    ("2^32 + k", (2**32, 2**32 + 5, 2**32 + 50256), "int64 ids that wrap to the valid ids 0, 5 and 50256 "
+     "when narrowed to int32 unchecked (JAX without x64)"),
+)
+
 # What a PASS covers: the inputs the suite's strategies draw (conformance/runtime/strategies.py)
 DRAWN_INPUTS = (
     "Batch size B from 1 to 64 (T up to 1024 for B <= 3, up to 64 for B <= 16, up to 8 above), "
@@ -242,6 +282,9 @@ DRAWN_INPUTS = (
     "BOUNDS-LAST-POSITION's.",
     "Token ids: 0, 1, 2, 255, 256, 32767, 32768, 50255, 50256 and uniform draws; bad ids -1, -2, "
     "50257, 50258, -50257, 65536, 2^31 - 1, -2^31, 2^32, 2^32 + 5 and draws beyond each end.",
+    "Sentinel ids, each an explicit BOUNDS-TOKEN case (not left to the draws), as int64 and int32 where "
+    "the dtype holds it, alone and inside a valid batch, in a prefill and in a cached decode step: " +
+    "; ".join(f"{name} ({why})" for name, _, why in SENTINEL_IDS) + ".",
     "ids as int64 or int32, in these memory layouts: C order, Fortran order, a column view "
     "(all_ids[:, -T:]), every other column (stride 2), reversed views (negative strides), read-only.",
     "past_length as a Python int, numpy.int64, numpy.int32, numpy.intp and 0-d int64/int32 arrays.",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+from gpt2_conformance import spec
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.runtime.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_raises,
@@ -108,6 +109,40 @@ def test_bad_token_id_raises_int32(adapter, case):
     assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0), f"token id {bad}")
 
 
+def _sentinel_cases():
+    for name, values, _ in spec.SENTINEL_IDS:
+        for dtype in (np.int64, np.int32):
+            info = np.iinfo(dtype)
+            if all(info.min <= v <= info.max for v in values):
+                for step in ("prefill", "cached decode"):
+                    yield pytest.param(values, dtype, step, id=f"{name.replace(' ', '')}-{dtype.__name__}-{step.replace(' ', '-')}")
+
+
+DECODE_PAST = 37  # the cached decode step's past_length
+
+
+@pytest.mark.clause("BOUNDS-TOKEN")
+@pytest.mark.parametrize("values,dtype,step", list(_sentinel_cases()))
+def test_sentinel_ids_raise(adapter, capabilities, values, dtype, step):
+    """The markers real pipelines put into id tensors (spec.SENTINEL_IDS: -100, -1, the padded
+    vocabulary 50257..50303, the int32 extremes, int64 ids that wrap to valid int32 ids) raise,
+    alone and inside a valid batch: none of them is a row of wte."""
+    past = 0
+    if step != "prefill":
+        skip_unless_claimed(capabilities, "kv_cache")
+        past = DECODE_PAST
+    valid = np.random.default_rng(9).integers(0, gpt2.N_VOCAB, (3, 1 if past else 5)).astype(dtype)
+    before = _answer_before(adapter)
+    for value in values:
+        alone = np.array([[value]], dtype)
+        in_batch = valid.copy()
+        in_batch[1, -1] = value
+        for ids in (alone, in_batch):
+            assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
+                          f"token id {value} is a marker, not a row of wte [0, 50257)")
+    _still_works(adapter, before, "the sentinel ids")
+
+
 @pytest.mark.clause("BOUNDS-PAST-LENGTH")
 @pytest.mark.parametrize("past", [-1, -gpt2.N_CTX, 1.5, 2.0, True])
 def test_bad_past_length_raises(adapter, past):
@@ -141,5 +176,5 @@ def test_error_names_value_and_rule(adapter, case):
     exc = assert_raises(lambda: adapter.embed(ids, 0), call, f"{case} out of range")
     text = str(exc)
     if not isinstance(exc, (IndexError, ValueError)) or str(value) not in text or str(limit) not in text:
-        raise AssertionError(f"{call} raised {type(exc).__name__}({text!r}), but should raise IndexError or "
-                             f"ValueError naming the value {value} and the table size {limit}")
+        raise AssertionError(f"raised {type(exc).__name__}({text!r}), but should raise IndexError or ValueError "
+                             f"naming the value {value} and the table size {limit} [{call}]")

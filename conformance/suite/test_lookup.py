@@ -109,16 +109,37 @@ def test_zero_tables_give_zero(make_adapter):
                          describe_call("embed", ids, 0, tables="both zero"), note="nothing is added to the sum")
 
 
+def _dropout_signature(h: np.ndarray, expected: np.ndarray) -> str:
+    """What a dropout mask leaves, whatever its seed: elements exactly 0 where wte[x] + wpe[p] is
+    not, and every other element the sum times one common factor (1/(1-p), or 1 without the
+    rescale). "" when h does not look like that (any other wrong value is LOOKUP-EXACT's)."""
+    h64, want = h.astype(np.float64), expected.astype(np.float64)
+    dropped = (h64 == 0) & (want != 0)
+    kept = ~dropped & (want != 0)
+    if not dropped.any() or not kept.any():
+        return ""
+    factor = float(np.median(h64[kept] / want[kept]))
+    if not np.all(np.abs(h64[kept] - factor * want[kept]) <= 2.0**-20 * np.abs(factor * want[kept])):
+        return ""
+    return (f"{int(dropped.sum())} of {dropped.size} elements of h are exactly 0 where wte[X] + wpe[t] is not, "
+            f"and the rest are the sum times {factor:.6g}: a dropout mask (p = {dropped.mean():.3f}) applied at "
+            "inference")
+
+
 @pytest.mark.clause("LOOKUP-NO-DROPOUT")
 @pytest.mark.parametrize("batch,seq_len", [(4, 64), (64, 8)])
-def test_no_dropout(adapter, batch, seq_len):
-    """Inference is deterministic: the same input embedded three times gives the same bits
-    (a dropout mask would differ between calls; its value is LOOKUP-EXACT's to judge)."""
+def test_no_dropout(adapter, tables, batch, seq_len):
+    """Inference applies no dropout: the same input embedded three times gives the same bits (a
+    mask drawn per call differs), and h does not carry a mask's signature (exact zeros, the rest
+    rescaled: a mask from a fixed seed is the same every call, so only its values show it)."""
     ids = _ids(np.random.default_rng(3), batch, seq_len)
     call = describe_call("embed", ids, 0)
     first = assert_shape(adapter.embed(ids, 0), ids.shape + (D,), call, "h")
     for repeat in (2, 3):
         assert_bitwise_equal(adapter.embed(ids, 0), first.copy(), call + f" call {repeat} vs call 1")
+    signature = _dropout_signature(first, oracle.embedding(*tables, ids, 0))
+    if signature:
+        raise AssertionError(f"{signature} [{call}]")
 
 
 @pytest.mark.clause("LOOKUP-LEARNED-POSITIONS")

@@ -1,0 +1,169 @@
+"""STATE: every call reads the current tables and changes nothing else.
+
+STATE-UPDATES-SEEN is a relation: after a table update, the implementation answers as it does
+on the new tables (rows move exactly where the updated row is read; after load_tables, as a
+fresh adapter loaded with the same tables), so a wrong value that is wrong the same way before
+and after is LOOKUP-EXACT's, not this clause's. STATE-NO-SIDE-EFFECTS reads what the guard saw
+(runtime/side_effects.py): the guard compares every array it passed and every answer it got
+with its private copies after each call, and puts back what changed, so the other clauses run
+on intact data and this one reports the change.
+"""
+
+import numpy as np
+import pytest
+
+from gpt2_conformance.api import gpt2
+from gpt2_conformance.runtime import oracle
+from gpt2_conformance.runtime.assertions import (as_array, as_logits, assert_bitwise_equal, assert_moves_exactly_at,
+                                                 assert_within, changed_row, describe_call)
+from gpt2_conformance.runtime.guard import SuiteError
+from gpt2_conformance.runtime.hooks import skip_unless_claimed
+from gpt2_conformance.runtime.strategies import LAYOUTS, in_layout
+
+D = gpt2.N_EMBD_SMALL
+ROW = 12345  # the updated row, read at several places of IDS
+# one sequence (how batch rows relate is LOOKUP-BATCH-INDEPENDENT's question)
+IDS = np.array([[ROW, 7, ROW, gpt2.N_VOCAB - 1, 0, ROW, 5, 9]])
+DECODE_FROM = 40  # the decode steps' first past_length
+
+
+def _steps(step: str) -> list[tuple[np.ndarray, int]]:
+    """The calls that read IDS: one prefill, or a decode loop of one-token steps (C-ordered
+    copies: how strided ids are read is LOOKUP-EXACT's question)."""
+    if step == "prefill":
+        return [(IDS, 0)]
+    return [(np.ascontiguousarray(IDS[:, t : t + 1]), DECODE_FROM + t) for t in range(IDS.shape[1])]
+
+
+def _h(batch, seq_len, seed):
+    return np.random.default_rng(seed).standard_normal((batch, seq_len, D), dtype=np.float32)
+
+
+@pytest.mark.clause("STATE-UPDATES-SEEN")
+@pytest.mark.parametrize("step", ["prefill", "cached decode"])
+def test_row_update_seen_by_embed(make_adapter, capabilities, tables, step):
+    """assign_wte_row(i, v) after ids holding i were embedded: embedding the same ids again
+    moves h in every element where ids == i, and nowhere else (a cache of gathered rows or of h
+    keyed by the ids must not outlive the update)."""
+    skip_unless_claimed(capabilities, "mutable_tables")
+    if step != "prefill":
+        skip_unless_claimed(capabilities, "kv_cache")
+    adapter = make_adapter()
+    before = [as_array(adapter.embed(ids, past), describe_call("embed", ids, past)) for ids, past in _steps(step)]
+    adapter.assign_wte_row(ROW, changed_row(tables[0], ROW, seed=21)[ROW])
+    for (ids, past), first in zip(_steps(step), before):
+        if first.shape != ids.shape + (D,):
+            continue  # an h of another shape is SHAPE-H's: where it moves cannot be read from it
+        call = describe_call("embed", ids, past) + f" after assign_wte_row({ROW})"
+        assert_moves_exactly_at(first, adapter.embed(ids, past), ids == ROW, call, f"assign_wte_row({ROW})")
+
+
+def _reloaded_tables(tables):
+    """Other tables, every row different: wte's rows shifted by one, wpe negated (exact)."""
+    return np.roll(tables[0], 1, axis=0), -tables[1]
+
+
+@pytest.mark.clause("STATE-UPDATES-SEEN")
+@pytest.mark.parametrize("call", ["embed", "embed cached", "logits", "gradients"])
+def test_reload_seen_by_every_call(make_adapter, capabilities, tables, call):
+    """After load_tables(wte', wpe'), an adapter that answered on the old tables answers as a
+    fresh adapter loaded with wte', wpe': bit for bit for h; for logits and gradients within
+    twice the structural bound (two runs of one implementation's float32 reductions)."""
+    if call == "embed cached":
+        skip_unless_claimed(capabilities, "kv_cache")
+    if call == "logits":
+        skip_unless_claimed(capabilities, "tied_head")
+    if call == "gradients":
+        skip_unless_claimed(capabilities, "gradients")
+        skip_unless_claimed(capabilities, "tied_head")
+    ids, past = (IDS, 0) if call != "embed cached" else (IDS[:, 2:3], DECODE_FROM)
+    h = _h(*IDS.shape, seed=22)
+    rng = np.random.default_rng(23)
+    cot_h = rng.standard_normal(IDS.shape + (D,), dtype=np.float32)
+    cot_logits = rng.standard_normal(IDS.shape + (gpt2.N_VOCAB,), dtype=np.float32) * np.float32(0.01)
+
+    def answer(adapter):
+        if call == "logits":
+            return as_logits(adapter.logits(h), h, describe_call("logits", h_final=f"float32{list(h.shape)}"))
+        if call == "gradients":
+            return adapter.gradients(ids, past, cot_h, cot_logits)
+        return as_array(adapter.embed(ids, past), describe_call("embed", ids, past))
+
+    adapter = make_adapter()
+    answer(adapter)  # on the old tables: whatever the implementation caches is now built
+    new = _reloaded_tables(tables)
+    adapter.load_tables(*new)
+    fresh = make_adapter(load=False)
+    fresh.load_tables(*new)
+    what = describe_call("embed", ids, past) if call.startswith("embed") else call + "(...)"
+    context = f"{what} after load_tables(other tables) vs a fresh adapter loaded with them"
+    got, want = answer(adapter), answer(fresh)
+    if call.startswith("embed"):
+        assert_bitwise_equal(got, want, context)
+    elif call == "logits":
+        _, bound = oracle.tied_logits(h, new[0], inputs=oracle.STRUCTURAL_INPUTS)
+        assert_within(got, want.astype(np.float64), 2 * bound, context, rule="the head must read the loaded wte")
+    else:
+        h_new = as_array(fresh.embed(ids, past), describe_call("embed", ids, past))
+        bound_wte, bound_wpe = oracle.gradient_bounds(*new, ids, past, cot_h, cot_logits, h_new)
+        for name, g, w, b in (("dwte", got[0], want[0], bound_wte), ("dwpe", got[1], want[1], bound_wpe)):
+            assert_within(as_array(g, context), np.asarray(w, np.float64), 2 * b, context, name,
+                          rule="the gradients must read the loaded tables")
+
+
+def _assert_no_side_effects(adapter, scenario: str) -> None:
+    found = adapter.side_effects()
+    if found:  # the first one, and how many more, before its call
+        more = f"; {len(found) - 1} more side effect(s) in the {scenario} calls" if len(found) > 1 else ""
+        raise AssertionError(f"{found[0].what}{more} [{found[0].call}]")
+
+
+def _ids(seed, batch=2, seq_len=6):
+    return np.random.default_rng(seed).integers(0, gpt2.N_VOCAB, (batch, seq_len))
+
+
+@pytest.mark.clause("STATE-NO-SIDE-EFFECTS")
+@pytest.mark.parametrize("scenario", ["embed", "decode loop", "logits", "gradients", "load_tables"])
+def test_calls_are_pure_reads(make_adapter, capabilities, tables, scenario):
+    """A sequence of calls a real caller makes, each checked by the guard: no argument written
+    into, no earlier answer overwritten, and (embed, logits) the tables read back unchanged."""
+    adapter = make_adapter(load=scenario != "load_tables")
+    loaded = adapter.tables() if scenario in ("embed", "logits") else None
+    if scenario == "embed":
+        for seed, layout in enumerate(LAYOUTS):  # every layout, two shapes, twice each
+            for batch, seq_len in ((2, 6), (2, 6), (1, 3)):
+                adapter.embed(in_layout(_ids(seed * 7 + seq_len, batch, seq_len), layout), 0)
+        bad = np.array([[5, gpt2.N_VOCAB, 7]])  # whether it raises is BOUNDS-TOKEN's; here: ids left as they were
+        try:
+            adapter.embed(bad, 0)
+        except SuiteError:
+            raise
+        except Exception:  # noqa: BLE001 - the error itself is judged elsewhere
+            pass
+    elif scenario == "decode loop":
+        skip_unless_claimed(capabilities, "kv_cache")
+        all_ids = _ids(31, 2, 12)
+        for t in range(all_ids.shape[1]):  # the steps' answers are kept, as a decode loop keeps them
+            adapter.embed(all_ids[:, t : t + 1], t)
+    elif scenario == "logits":
+        skip_unless_claimed(capabilities, "tied_head")
+        for seed in (1, 2, 3):
+            adapter.logits(_h(2, 3, seed))
+    elif scenario == "gradients":
+        skip_unless_claimed(capabilities, "gradients")
+        skip_unless_claimed(capabilities, "tied_head")
+        rng = np.random.default_rng(41)
+        for _ in range(2):
+            cot_h = rng.standard_normal((2, 4, D), dtype=np.float32)
+            cot_logits = rng.standard_normal((2, 4, gpt2.N_VOCAB), dtype=np.float32) * np.float32(0.01)
+            adapter.gradients(_ids(42, 2, 4), 0, cot_h, cot_logits)
+    else:  # load_tables copies: a later in-place update leaves the caller's arrays alone
+        skip_unless_claimed(capabilities, "mutable_tables")
+        wte, wpe = tables[0].copy(), tables[1].copy()  # writable, as a caller's own arrays are
+        adapter.load_tables(wte, wpe)
+        adapter.assign_wte_row(ROW, changed_row(tables[0], ROW, seed=43)[ROW])
+    _assert_no_side_effects(adapter, scenario)
+    if loaded is not None:  # against the implementation's own tables before the calls, not the suite's
+        for name, got, want in zip(("wte", "wpe"), adapter.tables(), loaded):
+            assert_bitwise_equal(np.asarray(got), np.asarray(want), f"tables() after the {scenario} calls", name,
+                                 note="a pure read leaves the tables as they were")
