@@ -26,6 +26,7 @@ class TestOutcome:
     outcome: str  # "passed" | "failed" | "skipped" | "error" (the suite's own failure)
     message: str = ""
     duration: float = 0.0
+    repro: str = ""  # a failed test: the command line that replays it alone (run --case)
 
     @property
     def status(self) -> str:
@@ -110,10 +111,17 @@ class SuiteResult:
             "clauses": [
                 {"id": c.clause.id, "group": c.clause.group, "title": c.clause.title, "status": c.status,
                  "message": c.message, "waiver": c.waiver,
-                 "tests": [asdict(t) | {"status": t.status} for t in c.tests]}
+                 "tests": [_test_dict(t) for t in c.tests]}
                 for c in self.clauses
             ],
         }
+
+
+def _test_dict(t: TestOutcome) -> dict:
+    out = asdict(t) | {"status": t.status}
+    if not t.repro:
+        del out["repro"]
+    return out
 
 
 def combined_exit_code(codes: list[int]) -> int:

@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import os
 import random
+import shlex
 import signal
 import sys
 import tempfile
@@ -44,6 +45,8 @@ def add_parser(sub) -> None:
     run.add_argument("--thorough", action="store_true", help="10x the examples, drawn from a random seed that "
                      "is printed and stored in the report (the default draws are derandomized: a repeatable gate)")
     run.add_argument("--seed", type=int, help="with --thorough: replay the draws of the run that printed this seed")
+    run.add_argument("--case", action="append", default=[], metavar="NODEID",
+                     help="run only this test (repeatable): the nodeid a report's repro line names")
     run.add_argument("--verbose", action="store_true", help="show the frameworks' own output (TensorFlow's "
                      "absl/oneDNN lines, ...) on the console; by default it goes to the run's log file")
 
@@ -151,20 +154,37 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResul
 def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) -> res.SuiteResult:
     log = console.log_path(log_dir, name, args.device)
     draws = ["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []
+    cases = [arg for case in args.case for arg in ("--gpt2c-case", case)]
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
-                                checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=True,
-                                shards=shards, extra_args=draws)
+                                checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=not args.case,
+                                shards=shards, extra_args=draws + cases)
     result.environment["draws"] = ({"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR, "seed": args.seed,
                                     "replay": f"--thorough --seed {args.seed}"} if args.thorough
                                    else {"mode": "default", "derandomized": True})
     result.environment.setdefault("implementation", name)
     result.environment["log"] = os.path.basename(log)  # beside the reports; the report names no folder
     result.log_path = log
+    for clause in result.clauses if args.case else ():
+        if not clause.tests:  # not a suite error: the run was narrowed to other tests on purpose
+            clause.status, clause.message = res.SKIPPED, "not selected (--case)"
     waivers.apply(result, waiver_list)
+    _add_repro_lines(result, name, args)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
         result.parity = {"error": "not computed: the backend did not run" if result.error else
                          "not computed: nothing was checked in this run"}
     return result
+
+
+def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
+    """Each failed test's one-line replay: this command, narrowed to that test (same draws)."""
+    target = f"--adapter {shlex.quote(_spec_of(name, args))}" if _spec_of(name, args) else f"--backend {shlex.quote(name)}"
+    options = "".join([f" --device {args.device}" if args.device != "cpu" else "",
+                       f" --checkpoint {shlex.quote(args.checkpoint)}" if args.checkpoint else "",
+                       f" --thorough --seed {args.seed}" if args.thorough else ""])
+    for clause in result.clauses:
+        for test in clause.tests:
+            if test.outcome == "failed":
+                test.repro = f"gpt2-conformance run {target}{options} --case {shlex.quote(test.nodeid)}"
 
 
 def _write_reports(result: res.SuiteResult, args) -> None:

@@ -76,6 +76,24 @@ def pytest_collection_modifyitems(config, items):
         spec.clause(item.get_closest_marker("clause").args[0])  # unknown IDs fail loudly
     if suite_items and config._gpt2c_factory is None:
         raise pytest.UsageError("gpt2-conformance: pass --backend NAME or --adapter package.module:factory")
+    cases = config.getoption("--gpt2c-case", None) or []
+    if cases and suite_items:
+        _keep_cases(config, items, cases)
+
+
+def _keep_cases(config, items, cases: list[str]) -> None:
+    """--gpt2c-case NODEID: only those tests (a node id as the reports write it, relative to the
+    suite's folder), so one FAIL of a report replays alone, with the same draws."""
+    def wanted(item, case):
+        return item.nodeid == case or item.nodeid.endswith("/" + case)
+
+    unknown = [c for c in cases if not any(wanted(i, c) for i in items)]
+    if unknown:
+        raise pytest.UsageError(f"gpt2-conformance: --gpt2c-case {unknown[0]!r} names no test of the suite "
+                                "(copy the nodeid from a report, e.g. 'test_bounds.py::test_too_long_raises')")
+    keep = [i for i in items if any(wanted(i, c) for c in cases)]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep
 
 
 def skip_unless_claimed(capabilities, requirement: str) -> None:
