@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from helpers import mutants
+from helpers import correct_variants, mutants
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance import spec
 from gpt2_conformance.run import runner
@@ -37,8 +37,17 @@ EXPECTED_KILLS = {
     "ClampPositions": {"BOUNDS-MESSAGE", "BOUNDS-POSITION"},
     # a random mask makes two calls differ: every clause comparing two of its answers (relations, where
     # h moves when a row changes, float16 against its own float32) and every formula check; not the
-    # raising clauses, which judge the answer after an error only where two answers agree
-    "DropoutLeftOn": {"BOUNDS-LAST-POSITION", "DTYPE-FLOAT16", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "LOOKUP-ID-DTYPES", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "POSITIONS-BATCH-SHARED", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET", "TIED-GRAD"},
+    # raising clauses, which judge the answer after an error only where two answers agree; a
+    # dropped element does not move when its row is updated (STATE-UPDATES-SEEN)
+    "DropoutLeftOn": {"BOUNDS-LAST-POSITION", "DTYPE-FLOAT16", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "LOOKUP-ID-DTYPES", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "POSITIONS-BATCH-SHARED", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET", "STATE-UPDATES-SEEN", "TIED-GRAD"},
+    # the same mask on every call of one shape: LOOKUP-NO-DROPOUT now sees it by its signature
+    # (exact zeros, the rest times 1/(1-p)); the mask differs between shapes, so every relation
+    # between a full forward and its pieces fails, and dropped elements never move (LEARNED-
+    # POSITIONS, LAST-POSITION, UPDATES-SEEN); float16 against its own float32 (a second rounding)
+    "DropoutFixedSeed": {"BOUNDS-LAST-POSITION", "DTYPE-FLOAT16", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "POSITIONS-BATCH-SHARED", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET", "STATE-UPDATES-SEEN"},
+    # a mask per position is the same in every relation (they all pass); its values fail
+    # LOOKUP-EXACT and the golden values, and the dropped elements never move
+    "DropoutMaskPerPosition": {"BOUNDS-LAST-POSITION", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "STATE-UPDATES-SEEN"},
     # only T = 0 crashes (SHAPE-EMPTY); its error message names no value (BOUNDS-MESSAGE)
     "EmptySequenceCrash": {"BOUNDS-MESSAGE", "SHAPE-EMPTY"},
     # only the shape clause (the others read logits of the right size in any shape)
@@ -112,6 +121,28 @@ EXPECTED_KILLS = {
     "WpeInitStd002": {"INIT-WPE"},
     # BOUNDS-MESSAGE: the position case returns instead of raising
     "WrapPositions": {"BOUNDS-MESSAGE", "BOUNDS-POSITION"},
+    # -- the ids real pipelines send: each fails only the sentinel cases of BOUNDS-TOKEN, which the
+    # draws do not reach (-100, 2^31 - 1 in an int64 batch, a bad id in a cached decode step)
+    "IgnoreIndexAsZeroRow": {"BOUNDS-TOKEN"},
+    "Int32MaxIsNoToken": {"BOUNDS-TOKEN"},
+    "DecodeStepSkipsIdCheck": {"BOUNDS-TOKEN"},
+    # its target; BOUNDS-MESSAGE's token-high case is 50257, which it reads as a padding row
+    "PaddedVocabularyRows": {"BOUNDS-MESSAGE", "BOUNDS-TOKEN"},
+    # -- table updates: only the clause that updates a table after reading it
+    "GatherTableNotRefreshed": {"STATE-UPDATES-SEEN"},
+    "PrefixCacheKeyedByIds": {"STATE-UPDATES-SEEN"},
+    "HeadCacheStaleAfterLoad": {"STATE-UPDATES-SEEN"},
+    # -- side effects: only the pure-read clause, the guard having put the caller's data back ...
+    "ReusedOutputBuffer": {"STATE-NO-SIDE-EFFECTS"},
+    "DecodeStepBufferReused": {"STATE-NO-SIDE-EFFECTS"},
+    "LogitsBufferReused": {"STATE-NO-SIDE-EFFECTS"},
+    "CotangentAccumulatedInPlace": {"STATE-NO-SIDE-EFFECTS"},
+    # ... except where the mutant itself reads what it changed: its own gradients() embeds (and so
+    # sorts) the ids before scattering with them (TIED-GRAD)
+    "IdsSortedInPlace": {"STATE-NO-SIDE-EFFECTS", "TIED-GRAD"},
+    # the suite's own tables are read-only, so an in-place update of the kept array raises there
+    # (TIED-STORAGE, STATE-UPDATES-SEEN); with a caller's writable arrays it writes into them
+    "TablesNotCopied": {"STATE-NO-SIDE-EFFECTS", "STATE-UPDATES-SEEN", "TIED-STORAGE"},
     # it drops every check, so bad past_length/ids and the message clause fail too
     "ZeroRowsOutOfRange": {"BOUNDS-INPUT", "BOUNDS-MESSAGE", "BOUNDS-PAST-LENGTH", "BOUNDS-POSITION", "BOUNDS-TOKEN"},
 }
@@ -211,6 +242,15 @@ def _judged(spec: str, monkeypatch):
     return runner.run_backend(spec, adapter_spec=spec)
 
 
+def _assert_every_fail_names_its_call(result, name: str) -> None:
+    """Every FAIL line ends with the call in the suite's form, `[embed(ids=..., past_length=...)]`,
+    whether an assertion or an exception the adapter raised: a user replays it from that line."""
+    for clause in result.clauses:
+        for test in clause.tests:
+            if test.status == "FAIL":
+                assert test.message.endswith("]") and " [" in test.message, (name, test.nodeid, test.message)
+
+
 @pytest.mark.parametrize("mutant", mutants.ALL, ids=lambda m: m.__name__)
 def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant, monkeypatch):
     result = _judged(f"helpers.mutants:{mutant.__name__}", monkeypatch)
@@ -220,6 +260,17 @@ def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant, monkeypatch):
     expected = EXPECTED_KILLS[mutant.__name__]
     assert killed == expected, (f"{mutant.__name__}: escaped {sorted(expected - killed)}, "
                                 f"unexpectedly failed {sorted(killed - expected)}")
+    _assert_every_fail_names_its_call(result, mutant.__name__)
+
+
+@pytest.mark.parametrize("variant", correct_variants.ALL, ids=lambda v: v.__name__)
+def test_correct_variant_of_unusual_shape_passes_every_claimed_clause(variant, monkeypatch):
+    """A transposed table, other gather primitives, positions without arange, row by row: correct
+    code written unlike the reference passes everything it claims."""
+    result = _judged(f"helpers.correct_variants:{variant.__name__}", monkeypatch)
+    assert result.error == ""
+    assert result.failed() == [] and result.errors() == [], \
+        [(c.clause.id, c.message) for c in result.clauses if c.status in ("FAIL", "ERROR")]
 
 
 @pytest.mark.parametrize("framework", list(FRAMEWORK_KILLS))
@@ -241,3 +292,4 @@ def test_framework_mutant_is_killed_by_exactly_the_expected_clauses(framework, n
     expected = FRAMEWORK_KILLS[framework][name]
     assert set(messages) == expected, (f"{framework} {name}: escaped {sorted(expected - set(messages))}, "
                                        f"unexpectedly failed {messages}")
+    _assert_every_fail_names_its_call(result, f"{framework} {name}")

@@ -554,5 +554,232 @@ class Bfloat16ByTruncation(_Mutant):
         return self._chop(super().logits(np.asarray(h_final, np.float32)))
 
 
+# -- the ids real pipelines send (spec.SENTINEL_IDS) ----------------------------------------
+
+class IgnoreIndexAsZeroRow(_Mutant):
+    """-100 (CrossEntropyLoss' ignore_index, leaked from the labels) is embedded as a zero row,
+    as a port that copied the loss's masking into the embedding; every other bad id raises."""
+    TARGETS = frozenset({"BOUNDS-TOKEN"})
+
+    def embed(self, ids, past_length=0):
+        ignored = ids == -100
+        if not ignored.any():
+            return super().embed(ids, past_length)
+        h = super().embed(np.where(ignored, 0, ids), past_length)
+        h[ignored] = 0
+        return h
+
+
+class PaddedVocabularyRows(_Mutant):
+    """The table is padded to 50304 rows for speed (nanoGPT), and the check uses the padded
+    size: ids 50257..50303 read the padding (zeros)."""
+    TARGETS = frozenset({"BOUNDS-TOKEN"})
+    PADDED = 50304
+
+    def check(self, ids, past_length):
+        check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
+        past_length = check_past_length(past_length)
+        check_positions(ids.shape[1], past_length)
+        check_token_ids(ids, self.PADDED)
+        return ids, past_length
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        padding = np.zeros((1, self.wte.shape[1]), self.wte.dtype)  # every padded row reads as this zero row
+        rows = np.where((ids >= gpt2.N_VOCAB)[..., None], padding, _rows(self.wte, np.minimum(ids, gpt2.N_VOCAB - 1)))
+        return rows + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class Int32MaxIsNoToken(_Mutant):
+    """2^31 - 1, a C extension's "no token" marker, is skipped (a zero row) instead of raising."""
+    TARGETS = frozenset({"BOUNDS-TOKEN"})
+
+    def embed(self, ids, past_length=0):
+        marker = ids == 2**31 - 1
+        if not marker.any():
+            return super().embed(ids, past_length)
+        h = super().embed(np.where(marker, 0, ids), past_length)
+        h[marker] = 0
+        return h
+
+
+class DecodeStepSkipsIdCheck(_Mutant):
+    """The one-token decode fast path skips the id check (it was "already checked" in the
+    prefill) and clamps: a bad id in a cached step reads the eos row."""
+    TARGETS = frozenset({"BOUNDS-TOKEN"})
+
+    def check(self, ids, past_length):
+        if ids.ndim == 2 and ids.shape[1] == 1 and np.issubdtype(ids.dtype, np.integer) and check_past_length(past_length) > 0:
+            past_length = check_past_length(past_length)
+            check_positions(1, past_length)
+            return np.clip(ids, 0, gpt2.N_VOCAB - 1), past_length
+        return super().check(ids, past_length)
+
+
+# -- table updates seen by every later call -------------------------------------------------
+
+class GatherTableNotRefreshed(_Mutant):
+    """embed gathers from a contiguous copy of wte made at load time (for the fast path);
+    assign_wte_row updates wte but not the copy, so the head sees the update and h does not."""
+    TARGETS = frozenset({"STATE-UPDATES-SEEN"})
+
+    def load_tables(self, wte, wpe):
+        super().load_tables(wte, wpe)
+        self.gather_table = np.ascontiguousarray(self.wte).copy()
+
+    def init_tables(self, seed):
+        super().init_tables(seed)
+        self.gather_table = self.wte.copy()
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        table = getattr(self, "gather_table", self.wte)
+        return _rows(table, ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
+
+
+class PrefixCacheKeyedByIds(_Mutant):
+    """A prompt cache: h is kept per (ids, past_length) and served again on a hit, and nothing
+    invalidates it when the tables change."""
+    TARGETS = frozenset({"STATE-UPDATES-SEEN"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        cache = self.__dict__.setdefault("prefix_cache", {})
+        key = (ids.dtype.str, ids.shape, np.ascontiguousarray(ids).tobytes(), past_length)
+        if key not in cache:
+            if len(cache) >= 16:
+                cache.pop(next(iter(cache)))
+            cache[key] = super().embed(ids, past_length)
+        return cache[key].copy()
+
+
+class HeadCacheStaleAfterLoad(_Mutant):
+    """logits multiply by a transposed copy of wte made on first use; assign_wte_row refreshes
+    it, load_tables forgets to."""
+    TARGETS = frozenset({"STATE-UPDATES-SEEN"})
+
+    def _head(self):
+        if getattr(self, "head_t", None) is None:
+            self.head_t = np.ascontiguousarray(self.wte.astype(np.float32).T)
+        return self.head_t
+
+    def assign_wte_row(self, index, values):
+        super().assign_wte_row(index, values)
+        self.head_t = None
+
+    def init_tables(self, seed):
+        super().init_tables(seed)
+        self.head_t = None
+
+    def logits(self, h_final):
+        if self._dtype != np.float32:
+            return super().logits(h_final)
+        h = np.asarray(h_final, np.float32)
+        return (h.reshape(-1, h.shape[-1]) @ self._head()).reshape(*h.shape[:-1], gpt2.N_VOCAB)
+
+
+# -- side effects: the caller's arrays ------------------------------------------------------
+
+class IdsSortedInPlace(_Mutant):
+    """Sorts each row of the caller's ids in place to dedupe the gather (a C-extension habit),
+    after computing h from them: h is right, the caller's ids are not."""
+    TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        if ids.flags.writeable and ids.size:
+            ids.sort(axis=1)
+        return h
+
+
+class ReusedOutputBuffer(_Mutant):
+    """Writes h into one preallocated buffer per shape and returns it: the h an earlier call
+    returned is overwritten by the next call of that shape."""
+    TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        buffers = self.__dict__.setdefault("out_buffers", {})
+        out = buffers.setdefault((h.shape, h.dtype.str), np.empty_like(h))
+        out[...] = h
+        return out
+
+
+class DecodeStepBufferReused(_Mutant):
+    """Only the one-token decode path writes into a persistent [B, 1, d] buffer: a decode loop
+    that keeps its steps' h finds every kept one equal to the last."""
+    TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        if h.ndim != 3 or h.shape[1] != 1:
+            return h
+        buffers = self.__dict__.setdefault("step_buffers", {})
+        out = buffers.setdefault((h.shape, h.dtype.str), np.empty_like(h))
+        out[...] = h
+        return out
+
+
+class LogitsBufferReused(_Mutant):
+    """The head writes into one preallocated logits buffer per shape (np.matmul(out=))."""
+    TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
+
+    def logits(self, h_final):
+        out = super().logits(h_final)
+        buffers = self.__dict__.setdefault("logit_buffers", {})
+        kept = buffers.setdefault((out.shape, out.dtype.str), np.empty_like(out))
+        kept[...] = out
+        return kept
+
+
+class CotangentAccumulatedInPlace(_Mutant):
+    """gradients adds the head's part into the caller's cotangent_h (astype(copy=False) of a
+    float32 array is that array): dL/dh is right, the caller's cotangent is changed."""
+    TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
+
+    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
+        grads = super().gradients(ids, past_length, cotangent_h, cotangent_logits)
+        grad_h = cotangent_h.astype(np.float32, copy=False)
+        grad_h += (cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32) @ self.wte.astype(np.float32)
+                   ).reshape(grad_h.shape)
+        return grads
+
+
+class TablesNotCopied(_Mutant):
+    """load_tables keeps the caller's float32 arrays (astype(copy=False)): an in-place update
+    then writes into the caller's table (and fails on a read-only one)."""
+    TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
+
+    def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)
+        self.wte = wte.astype(self._dtype, copy=False)
+        self.wpe = wpe.astype(self._dtype, copy=False)
+
+
+# -- dropout whose mask is the same every call ---------------------------------------------
+
+class DropoutFixedSeed(_Mutant):
+    """Embedding dropout (p = 0.1) left on, its mask drawn from a generator re-seeded on every
+    call (a fixed PRNG key): the same input gives the same answer twice."""
+    TARGETS = frozenset({"LOOKUP-NO-DROPOUT", "LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        keep = np.random.default_rng(0).random(h.shape) >= 0.1
+        return np.where(keep, h / np.asarray(0.9, h.dtype), 0).astype(h.dtype)
+
+
+class DropoutMaskPerPosition(_Mutant):
+    """Dropout left on with a mask buffer precomputed for the 1024 positions (no rescale), sliced
+    by position: deterministic, the same for every batch row and every cache offset."""
+    TARGETS = frozenset({"LOOKUP-NO-DROPOUT", "LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        mask = self.__dict__.setdefault("mask", np.random.default_rng(1).random((gpt2.N_CTX, h.shape[-1])) >= 0.1)
+        p = check_past_length(past_length)
+        return np.where(mask[p : p + h.shape[1]][None], h, 0).astype(h.dtype)
+
+
 ALL = [obj for name, obj in sorted(globals().items())
        if isinstance(obj, type) and issubclass(obj, _Mutant) and not name.startswith("_")]
