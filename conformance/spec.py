@@ -57,7 +57,7 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} line 157"),
     Clause("SHAPE-EMPTY", "SHAPE", "T = 0 gives [B, 0, d]",
            "An empty sequence (T = 0) is valid input and returns a [B, 0, d] array.",
-           f"{MODEL_PY} lines 144-147 (positions_for uses tf.range(nsteps))"),
+           f"{MODEL_PY} lines 141-144 (positions_for uses tf.range(nsteps))"),
     Clause("SHAPE-LOGITS", "SHAPE", "Logits are [B, T, V]",
            "logits(h_final [B, T, d]) returns [B, T, 50257].",
            f"{MODEL_PY} lines 170-172", ("tied_head",)),
@@ -88,7 +88,7 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("LOOKUP-BATCH-INDEPENDENT", "LOOKUP", "Batch rows are independent",
            "Each row of a batch (B up to 64) equals the same sequence embedded alone with the same "
            "past_length.",
-           f"{MODEL_PY} lines 144-147, 157"),
+           f"{MODEL_PY} lines 141-144, 157"),
     Clause("LOOKUP-ID-DTYPES", "LOOKUP", "int32 and int64 ids accepted",
            "ids of dtype int32 and int64 are both accepted and give the same h (each other's, bit "
            "for bit), for ids up to 50256.",
@@ -99,7 +99,7 @@ CLAUSES: tuple[Clause, ...] = (
            "cached call equals rows k.. of the full forward of the whole sequence from past_length "
            "0, bit for bit. past_length may be a Python int, a numpy integer (np.int64, np.int32, "
            "np.intp) or a 0-d integer array; each acts exactly as the same int.",
-           f"{MODEL_PY} lines 144-147, 156-157 (positions_for)", ("kv_cache",)),
+           f"{MODEL_PY} lines 141-144, 156-157 (positions_for)", ("kv_cache",)),
     Clause("POSITIONS-DECODE", "POSITIONS", "Token-by-token decode equals the full forward",
            "Embedding one token at a time with past_length = t (ids a view all_ids[:, t:t+1] or a "
            "copy) equals row t of the full forward, bit for bit.",
@@ -111,7 +111,7 @@ CLAUSES: tuple[Clause, ...] = (
     Clause("POSITIONS-BATCH-SHARED", "POSITIONS", "past_length is shared by the batch",
            "All batch rows use positions past_length + t (positions_for tiles one range over the "
            "batch): B rows (4 and 64) of one token give B copies of that row embedded alone.",
-           f"{MODEL_PY} lines 138-147 (expand_tile, positions_for)", ("kv_cache",)),
+           f"{MODEL_PY} lines 135-144 (expand_tile, positions_for)", ("kv_cache",)),
     # -- BOUNDS ----------------------------------------------------------------------
     Clause("BOUNDS-LAST-POSITION", "BOUNDS", "Positions 0..1023 are valid, 1023 included",
            "T = 1024 from past_length 0, and T = 1 at past_length 1023, are valid and read wpe[1023]: "
@@ -136,7 +136,7 @@ CLAUSES: tuple[Clause, ...] = (
            f"{MODEL_PY} line 156 (past_length is a sequence length)", ("kv_cache",)),
     Clause("BOUNDS-INPUT", "BOUNDS", "Non-integer ids and wrong rank raise",
            "ids of a float or bool dtype raise; ids of rank other than 2 ([B, T]) raise.",
-           f"{MODEL_PY} lines 144-147 (X is [batch, sequence] of token ids)"),
+           f"{MODEL_PY} lines 141-144 (X is [batch, sequence] of token ids)"),
     Clause("BOUNDS-MESSAGE", "BOUNDS", "The error is clear",
            "The error for an out-of-range position or token id is an IndexError or ValueError "
            "whose message contains the offending value and the table size (1024 or 50257).",
@@ -243,7 +243,7 @@ CLAUSES: tuple[Clause, ...] = (
            "load_tables copies its arguments: a later assign_wte_row leaves the caller's arrays as they "
            "were. The suite keeps a private copy of every array it passes and every array it is given "
            "and compares after each later call.",
-           f"{MODEL_PY} lines 144-157 (the embedding is a pure function of X, past and the tables); "
+           f"{MODEL_PY} lines 141-157 (the embedding is a pure function of X, past and the tables); "
            "the adapter protocol (load_tables: 'Must copy')"),
 )
 
