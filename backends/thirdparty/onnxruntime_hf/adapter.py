@@ -36,6 +36,9 @@ What is observed, and how (Capabilities.black_box):
   model.to(dtype) rounds them. bfloat16 is not claimed: the graph exports, but the CPU
   provider has no bfloat16 Add kernel (NOT_IMPLEMENTED at session creation; a test checks it).
 
+The engine-independent part (the export, tables, init, parameters, the cache feeds) is
+../onnx_hf_common.py, shared with openvino-hf and tract-hf, which run the same graph.
+
 The adapter adds no checks: ids go to session.run as they come (ORT checks the input's type and
 rank against the graph), past_length becomes the cache's length through np.zeros (which rejects
 negative, fractional and bool sizes: that, not the graph, is what BOUNDS-PAST-LENGTH sees).
@@ -43,102 +46,40 @@ negative, fractional and bool sizes: that, not the graph, is what BOUNDS-PAST-LE
 
 from __future__ import annotations
 
-from importlib.metadata import version
-
 import numpy as np
 import onnxruntime as ort
-import torch
-from transformers import GPT2LMHeadModel
 
-from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config
-from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export
-from gpt2_conformance.backends.thirdparty.torch_blackbox import from_numpy
-from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.onnx_hf_common import DTYPES, OnnxHFExportAdapter, exported_by
+from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
 
 PROVIDER = "CPUExecutionProvider"
-# model dtype -> (torch dtype, numpy dtype the arrays are held in)
-_DTYPES = {"float32": (torch.float32, np.float32), "float16": (torch.float16, np.float16)}
 
 
-def _to_model_dtype(array: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 values rounded as torch's .to(dtype) rounds them (what model.to(dtype) stores)."""
-    torch_dtype, np_dtype = _DTYPES[dtype]
-    return from_numpy(np.ascontiguousarray(array)).to(torch_dtype).numpy().astype(np_dtype, copy=False)
-
-
-class OnnxRuntimeHFAdapter(Adapter):
+class OnnxRuntimeHFAdapter(OnnxHFExportAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(_DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        dtypes=tuple(DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
         black_box="HF GPT2LMHeadModel exported to ONNX (torch dynamo exporter), run by onnxruntime "
                   "CPUExecutionProvider; h = hidden_states[0] output; offset = length of the past_key/"
                   "past_value inputs; logits = the exported lm_head on an h_final input")
-    OFFSET = "cache"  # the graph's offset input (export.py)
 
     @classmethod
     def implementation(cls) -> str:
-        return (f"onnxruntime {ort.__version__} {PROVIDER} running transformers {version('transformers')} "
-                f"GPT2LMHeadModel exported by torch {torch.__version__} torch.onnx.export(dynamo=True, "
-                f"onnxscript {version('onnxscript')}), ONNX opset {export.OPSET}, onnx {version('onnx')}")
+        return f"onnxruntime {ort.__version__} {PROVIDER} running {exported_by()}"
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        if config.dtype not in _DTYPES:
-            raise ValueError(f"OnnxRuntimeHFAdapter: dtype {config.dtype!r} is not one of {tuple(_DTYPES)}")
-        if config.device != "cpu":
-            raise ValueError(f"OnnxRuntimeHFAdapter: device {config.device!r}: only cpu is claimed")
-        self.hf_config = gpt2_config(config.n_embd)
-        self.torch_dtype, self.np_dtype = _DTYPES[config.dtype]
-        self.graph = export.export(config.n_embd, self.torch_dtype, self.hf_config, self.OFFSET)
         self.session = None  # built by load_tables / init_tables, which always come next
-        self._wte = self._wpe = None
 
-    # -- tables -------------------------------------------------------------------
-    def _start_session(self, wte: np.ndarray, wpe: np.ndarray) -> None:
+    def _start(self, wte: np.ndarray, wpe: np.ndarray) -> None:
         """A new InferenceSession of the exported graph holding (wte, wpe), already in the model dtype."""
         options = ort.SessionOptions()
         options.log_severity_level = 4  # ORT also logs every failed run at ERROR; the exception says it all
         values = [ort.OrtValue.ortvalue_from_numpy(t) for t in (wte, wpe)]
         options.add_external_initializers([self.graph.wte_name, self.graph.wpe_name], values)
         self.session = ort.InferenceSession(self.graph.model_bytes, options, providers=[PROVIDER])
-        self._wte, self._wpe = wte, wpe
 
-    def load_tables(self, wte, wpe):
-        dtype = self.config.dtype
-        self._start_session(_to_model_dtype(wte, dtype).copy(), _to_model_dtype(wpe, dtype).copy())
-
-    def tables(self):
-        return self._wte.copy(), self._wpe.copy()
-
-    def init_tables(self, seed):
-        torch.manual_seed(seed)
-        model = GPT2LMHeadModel(self.hf_config).to(self.torch_dtype)  # post_init -> _init_weights, tie_weights
-        wte, wpe = (p.detach().numpy().copy() for p in (model.transformer.wte.weight, model.transformer.wpe.weight))
-        self._start_session(wte, wpe)
-
-    def parameters(self):
-        """The graph's float initializers: everything the embedding and the head read."""
-        import onnx
-
-        floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
-        model = onnx.load_from_string(self.graph.model_bytes)
-        return {i.name: tuple(i.dims) for i in model.graph.initializer if i.data_type in floats}
-
-    # -- forward ------------------------------------------------------------------
-    def _offset_feeds(self, ids, past_length) -> dict:
-        cache = np.zeros((ids.shape[0], self.graph.n_head, past_length, self.graph.head_dim), self.np_dtype)
-        return {"past_key": cache, "past_value": cache}
-
-    def _run(self, output: str, ids, past_length, h_final) -> np.ndarray:
-        feeds = {"input_ids": ids, "h_final": h_final, **self._offset_feeds(ids, past_length)}
+    def _run(self, output, feeds):
         return self.session.run([output], feeds)[0]
-
-    def embed(self, ids, past_length=0):
-        no_h = np.zeros((1, 0, self.config.n_embd), self.np_dtype)  # the head's input, unused here
-        return self._run("h", ids, past_length, no_h)
-
-    def logits(self, h_final):
-        h = _to_model_dtype(h_final, self.config.dtype)
-        return self._run("logits", np.zeros((1, 0), np.int64), 0, h)
 
 
 class OnnxRuntimeHFPositionIdsAdapter(OnnxRuntimeHFAdapter):
@@ -152,7 +93,7 @@ class OnnxRuntimeHFPositionIdsAdapter(OnnxRuntimeHFAdapter):
     OFFSET = "position_ids"
     WAIVERS = None  # judged raw: its verdicts are in the onnxruntime-hf report's notes, not waived
     capabilities = Capabilities(
-        dtypes=tuple(_DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        dtypes=tuple(DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
         black_box="HF GPT2LMHeadModel exported to ONNX with a position_ids input (torch dynamo exporter), "
                   "run by onnxruntime CPUExecutionProvider; position_ids = past_length + t from the host")
 
