@@ -24,6 +24,19 @@ from gpt2_conformance.results import TestOutcome
 from gpt2_conformance.runtime.hooks import outcome_of
 
 
+# A test whose failure leaves the device unusable for the rest of the process: a CUDA
+# device-side assert (torch's unchecked gather on the GPU) poisons the CUDA context, and every
+# later kernel in that process fails. The child ends itself after recording that test, with
+# FRESH_PROCESS_EXIT, and the parent runs the remaining tests in a new process: the assert
+# costs its own clause only.
+POISONED_DEVICE = ("device-side assert", "CUDA error", "CUDA_ERROR_", "illegal memory access")
+FRESH_PROCESS_EXIT = 75  # EX_TEMPFAIL: "try again", in a new process
+
+
+def poisons_device(message: str) -> bool:
+    return any(mark in message for mark in POISONED_DEVICE)
+
+
 class EventsWriter:
     """Appends the events of one pytest session to `path`."""
 
@@ -51,7 +64,10 @@ class EventsWriter:
         if report.outcome != "passed" and rec["outcome"] == "passed":
             rec["outcome"], rec["message"] = outcome_of(report), props.get("gpt2c_message", "")
         if report.when == "teardown":
-            self.write(self._pending.pop(report.nodeid))
+            done = self._pending.pop(report.nodeid)
+            self.write(done)
+            if done["outcome"] != "passed" and poisons_device(done["message"]):
+                os._exit(FRESH_PROCESS_EXIT)  # written and synced above; nothing else of this process is usable
 
 
     def pytest_collection_finish(self, session):

@@ -202,6 +202,8 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
                 out.outcomes[this.in_flight] = res.TestOutcome(this.in_flight, (clauses or {}).get(this.in_flight, ""),
                                                                "failed", reason)
                 continue
+            if child.returncode == events_file.FRESH_PROCESS_EXIT and clauses is not None and this.done:
+                continue  # a test poisoned the device context (events.POISONED_DEVICE): the rest in a new process
             if clauses is None:  # it never collected the suite: nothing was judged
                 out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
             elif out.session is None:  # every test judged, then it died finishing the session

@@ -23,8 +23,8 @@ def segfault() -> None:
 
 
 class SegfaultInAssignRow(NumpyAdapter):
-    """The NumPy reference whose in-place row update dies in native code. Only TIED-STORAGE
-    writes a row, so only that clause's (parametrised, not hypothesis) tests crash."""
+    """The NumPy reference whose in-place row update dies in native code. Only TIED-STORAGE and
+    the STATE clauses write a row, so only their (parametrised, not hypothesis) tests crash."""
 
     def assign_wte_row(self, index, values):
         segfault()
@@ -40,6 +40,24 @@ class SegfaultOnFarIds(NumpyAdapter):
         arr = np.asarray(ids)
         if arr.dtype.kind in "iu" and arr.size and (arr.max() >= FAR or arr.min() <= -FAR):
             segfault()
+        return super().embed(ids, past_length)
+
+
+class PoisonsItsDeviceOnBadIds(NumpyAdapter):
+    """What torch does on CUDA without a host-side check: a bad id trips a device-side assert,
+    and from then on every call in that process fails ("CUDA error: device-side assert
+    triggered"), valid ones included. Simulated on the CPU with a process-wide flag, as a CUDA
+    context is process-wide."""
+
+    poisoned = False  # the "CUDA context" of this process
+
+    def embed(self, ids, past_length=0):
+        arr = np.asarray(ids)
+        if type(self).poisoned:
+            raise RuntimeError("CUDA error: device-side assert triggered (an earlier kernel failed)")
+        if arr.dtype.kind in "iu" and arr.size and (arr.max() >= 50257 or arr.min() < 0):
+            type(self).poisoned = True
+            raise RuntimeError("CUDA error: device-side assert triggered")
         return super().embed(ids, past_length)
 
 
