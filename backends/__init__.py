@@ -28,4 +28,6 @@ FOLDERS = (
     "thirdparty.transformer_lens",
     "thirdparty.mlx_lm",
     "thirdparty.onnxruntime_hf",
+    "thirdparty.openvino_hf",
+    "thirdparty.tract_hf",
 )
