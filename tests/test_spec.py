@@ -10,7 +10,7 @@ import pytest
 from gpt2_conformance import spec
 from gpt2_conformance.api.adapter import Capabilities
 
-SUITE_MODULES = ["shape", "lookup", "positions", "bounds", "init", "tied", "dtype", "golden"]
+SUITE_MODULES = ["shape", "lookup", "positions", "bounds", "init", "tied", "dtype", "golden", "state"]
 
 
 def _suite_tests():

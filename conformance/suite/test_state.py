@@ -16,7 +16,6 @@ from gpt2_conformance.api import gpt2
 from gpt2_conformance.runtime import oracle
 from gpt2_conformance.runtime.assertions import (as_array, as_logits, assert_bitwise_equal, assert_moves_exactly_at,
                                                  assert_within, changed_row, describe_call)
-from gpt2_conformance.runtime.guard import SuiteError
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
 from gpt2_conformance.runtime.strategies import LAYOUTS, in_layout
 
@@ -133,13 +132,6 @@ def test_calls_are_pure_reads(make_adapter, capabilities, tables, scenario):
         for seed, layout in enumerate(LAYOUTS):  # every layout, two shapes, twice each
             for batch, seq_len in ((2, 6), (2, 6), (1, 3)):
                 adapter.embed(in_layout(_ids(seed * 7 + seq_len, batch, seq_len), layout), 0)
-        bad = np.array([[5, gpt2.N_VOCAB, 7]])  # whether it raises is BOUNDS-TOKEN's; here: ids left as they were
-        try:
-            adapter.embed(bad, 0)
-        except SuiteError:
-            raise
-        except Exception:  # noqa: BLE001 - the error itself is judged elsewhere
-            pass
     elif scenario == "decode loop":
         skip_unless_claimed(capabilities, "kv_cache")
         all_ids = _ids(31, 2, 12)
