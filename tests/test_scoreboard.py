@@ -106,6 +106,28 @@ def test_non_pass_cells_carry_their_message_and_the_waiver_its_reason(page):
     assert "Spec <b>" + spec.SPEC_VERSION + "</b> · golden data: shipped fixtures" in text
 
 
+def test_waived_cells_link_to_their_upstream_drafts(tmp_path):
+    """merge --upstream-dir: a waived cell links (relative to the page) to each draft whose status.json
+    names its backend and clause; other cells and backends get no draft link, and without the option
+    the page has none."""
+    up = tmp_path / "reports" / "upstream" / "hf-transformers"
+    up.mkdir(parents=True)
+    (up / "status.json").write_text(json.dumps({"backend": "hf-transformers", "drafts": [
+        {"cause": "wpe-init-std", "title": "wpe std 0.02 <not 0.01>", "clauses": ["INIT-WPE"]},
+        {"cause": "empty-sequence", "title": "empty", "clauses": ["SHAPE-EMPTY"]}]}))
+    statuses = {"INIT-WPE": res.WAIVED, "SHAPE-EMPTY": res.FAIL}
+    inputs = [write(tmp_path, "hf.json", suite_result("hf-transformers", statuses=statuses)),
+              write(tmp_path, "numpy.json", suite_result(statuses={"INIT-WPE": res.WAIVED}))]
+    out = tmp_path / "reports" / "site"
+    cli.main(["merge", *inputs, "--out-dir", str(out), "--upstream-dir", str(tmp_path / "reports" / "upstream")])
+    text = (out / "scoreboard.html").read_text()
+    link = '<b>Upstream draft:</b> <a href="../upstream/hf-transformers/wpe-init-std.md">wpe std 0.02 &lt;not 0.01&gt;</a>'
+    assert text.count(link) == 1, text  # the hf column's INIT-WPE only: numpy has no drafts, SHAPE-EMPTY is not waived
+    assert text.count("Upstream draft:") == 1 and "empty-sequence.md" not in text
+    cli.main(["merge", *inputs, "--out-dir", str(tmp_path / "plain")])
+    assert "Upstream draft" not in (tmp_path / "plain" / "scoreboard.html").read_text()
+
+
 def test_charts_are_inline_svg_with_captions(page):
     text = page[0].read_text()
     assert text.count("<svg ") == 2 and text.count("<figcaption>") == 2  # decode B=1 and prefill GB/s

@@ -29,12 +29,15 @@ def add_parser(subparsers) -> None:
                    help="reports of `run --report-dir` and `bench --out-dir` (a folder: every *.json under it)")
     p.add_argument("--out-dir", help="write merged.md, merged.json and scoreboard.html here "
                                      "(default: print the Markdown)")
+    p.add_argument("--upstream-dir", help="link the scoreboard's waived cells to the issue drafts "
+                                          "`gpt2-conformance upstream` wrote here (e.g. reports/upstream)")
 
 
-def write_all(doc: dict, out_dir: str) -> list[str]:
+def write_all(doc: dict, out_dir: str, upstream_dir: str | None = None) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, n) for n in ("merged.md", "merged.json", "scoreboard.html")]
-    for path, text in zip(paths, (markdown.render(doc), json.dumps(doc, indent=2), scoreboard.html(doc))):
+    drafts = scoreboard.upstream_drafts(upstream_dir, out_dir) if upstream_dir else None
+    for path, text in zip(paths, (markdown.render(doc), json.dumps(doc, indent=2), scoreboard.html(doc, drafts))):
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return paths
@@ -52,7 +55,7 @@ def run(args) -> int:
     for path in ignored:
         print(f"gpt2-conformance merge: ignored {path}: {NEITHER}", file=sys.stderr)
     if args.out_dir:
-        for path in write_all(doc, args.out_dir):
+        for path in write_all(doc, args.out_dir, getattr(args, "upstream_dir", None)):
             print(f"wrote {path}")
     else:
         print(markdown.render(doc))

@@ -4,11 +4,14 @@ Written by `gpt2-conformance merge ... --out-dir DIR` from the merged document (
 One self-contained static file: inline CSS, hand-written inline SVG charts, a few lines of
 inline JavaScript (filter by clause group, sort by a column, open every message before
 printing). It requests nothing from any host: the only URLs on the page are the waiver source
-links, as plain <a href>. Statuses are text and colour, never colour alone.
+links, as plain <a href>, and (with `drafts`, see upstream_drafts) a waived cell's relative link to the
+upstream issue draft(s) explaining it. Statuses are text and colour, never colour alone.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from html import escape
 
 from gpt2_conformance import results as res
@@ -103,7 +106,26 @@ applyFilter();
 """
 
 
-def html(doc: dict) -> str:
+def upstream_drafts(upstream_dir: str, out_dir: str) -> dict:
+    """{backend: {clause: [(draft title, href)]}} from the status.json files `gpt2-conformance
+    upstream` wrote under upstream_dir; each href relative to out_dir (where scoreboard.html goes)."""
+    drafts: dict = {}
+    if not os.path.isdir(upstream_dir):
+        return drafts
+    for folder in sorted(os.listdir(upstream_dir)):
+        path = os.path.join(upstream_dir, folder, "status.json")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            rec = json.load(f)
+        for d in rec.get("drafts", []):
+            href = os.path.relpath(os.path.join(upstream_dir, folder, f"{d['cause']}.md"), out_dir).replace(os.sep, "/")
+            for clause in d.get("clauses", []):
+                drafts.setdefault(rec.get("backend", folder), {}).setdefault(clause, []).append((d["title"], href))
+    return drafts
+
+
+def html(doc: dict, drafts: dict | None = None) -> str:
     cols = doc["columns"]
     groups = list(dict.fromkeys(c["group"] for c in doc["clauses"]))
     golden = "; ".join(doc["golden_data"]) or UNKNOWN
@@ -114,7 +136,7 @@ def html(doc: dict) -> str:
              f'<p class="meta">Spec <b>{escape(doc["spec_version"])}</b> · golden data: {escape(golden)} · '
              f"{len(cols)} column(s) from {len(doc['inputs'])} input file(s) · merged {escape(doc['created'])}</p>",
              "</header>"]
-    parts += _matrix(doc, groups) if cols else ["<p>No conformance report was merged.</p>"]
+    parts += _matrix(doc, groups, drafts or {}) if cols else ["<p>No conformance report was merged.</p>"]
     parts += _columns(cols)
     parts += _parity(doc["parity"]) if cols else []
     parts += _bench(doc["bench"])
@@ -128,7 +150,7 @@ def _js_list(items: list[str]) -> str:
 
 
 # -- the matrix -------------------------------------------------------------------------
-def _matrix(doc: dict, groups: list[str]) -> list[str]:
+def _matrix(doc: dict, groups: list[str], drafts: dict) -> list[str]:
     cols = doc["columns"]
     legend = "".join(f'<span class="{STATUS_CLASS[s]}">{escape(s)}</span>' for s in res.STATUSES)
     out = ['<section><h2 id="clauses">Clause × implementation</h2>',
@@ -153,7 +175,8 @@ def _matrix(doc: dict, groups: list[str]) -> list[str]:
             out.append(f'<tr data-clause="{escape(row["id"])}" data-group="{escape(g)}" data-index="{index}">'
                        f'<th scope="row" class="clause"><span class="cid">{escape(row["id"])}</span>'
                        f'<span class="title">{escape(row["title"])}</span></th>'
-                       + "".join(_cell(row["cells"][c["label"]]) for c in cols) + "</tr>")
+                       + "".join(_cell(row["cells"][c["label"]], drafts.get(c.get("backend"), {}).get(row["id"], []))
+                               for c in cols) + "</tr>")
             index += 1
     out.append("</tbody><tfoot><tr><th>Summary</th>")
     for c in cols:
@@ -169,7 +192,7 @@ def _host(host: str) -> str:
     return "" if host == UNKNOWN else f"<small>{escape(host)}</small>"
 
 
-def _cell(cell: dict) -> str:
+def _cell(cell: dict, drafts: list[tuple[str, str]] = ()) -> str:
     status = cell["status"]
     cls = STATUS_CLASS.get(status, "absent")
     head = f'<td class="st {cls}" data-status="{escape(status)}">'
@@ -182,6 +205,9 @@ def _cell(cell: dict) -> str:
         source = (f' <a href="{escape(link)}">source</a>' if link.startswith("https://") else
                   (f" ({escape(link)})" if link else ""))
         body += f"<p><b>Waived:</b> {escape(waiver.get('reason', ''))}{source}</p>"
+        if drafts:
+            body += "<p><b>Upstream draft:</b> " + "; ".join(
+                f'<a href="{escape(href)}">{escape(title)}</a>' for title, href in drafts) + "</p>"
     return head + (f"<details><summary>{escape(status)}</summary>{body}</details>" if body else escape(status)) + "</td>"
 
 
