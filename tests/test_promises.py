@@ -30,8 +30,12 @@ def test_timeout_bounds_a_run_whose_logits_hang(tmp_path):
     code, out, wall = _cli("run", "--adapter", "helpers.bad_adapters:HangsInLogits", "--timeout", "5",
                            "--report-dir", "r", cwd=tmp_path)
     assert code == 1, out[-3000:]
-    assert wall < 60, f"{wall:.0f} s with --timeout 5"
     report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    # each hung test is ended at --timeout (not the default 60 s): measured per test, so a loaded
+    # machine does not decide it; the run as a whole stays far under the ~650 s it took unbounded
+    hung = [t for c in report["clauses"] for t in c["tests"] if "Timeout" in t["message"]]
+    assert len(hung) >= 5 and all(t["duration"] < 5 + 5 for t in hung), [(t["nodeid"], t["duration"]) for t in hung]
+    assert wall < 300, f"{wall:.0f} s with --timeout 5"
     tied = {c["id"]: c for c in report["clauses"] if c["group"] == "TIED"}
     message = tied["TIED-NO-BIAS"]["message"]
     assert tied["TIED-NO-BIAS"]["status"] == "FAIL" and "Timeout" in message, message
