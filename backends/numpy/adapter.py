@@ -120,8 +120,8 @@ class NumpyAdapter(Adapter):
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         ids, past_length = check_embed_inputs(ids, past_length)
-        h = self.embed(ids, past_length).astype(np.float32)
-        wte = self.wte.astype(np.float32)
+        h = self.embed(ids, past_length).astype(np.float32, copy=False)
+        wte = self.wte.astype(np.float32, copy=False)  # read only here: no 154 MB copy in float32
         d = self.config.n_embd
         head_part = cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32) @ wte  # 2-D: BLAS, not a batched loop
         grad_h = cotangent_h.astype(np.float32) + head_part.reshape(cotangent_h.shape)

@@ -183,8 +183,10 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
                        f" --thorough --seed {args.seed}" if args.thorough else ""])
     for clause in result.clauses:
         for test in clause.tests:
-            if test.outcome == "failed":
-                test.repro = f"gpt2-conformance run {target}{options} --case {shlex.quote(test.nodeid)}"
+            if test.outcome == "failed":  # the node id from the suite's own folder: it replays from any directory
+                path, _, name = test.nodeid.partition("::")
+                case = f"{os.path.basename(path)}::{name}"
+                test.repro = f"gpt2-conformance run {target}{options} --case {shlex.quote(case)}"
 
 
 def _write_reports(result: res.SuiteResult, args) -> None:

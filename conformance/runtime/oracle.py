@@ -112,17 +112,18 @@ def gradients(wte, wpe, ids, past_length, cot_h, cot_logits, h=None):
     return d_wte, d_wpe, k * abs_wte, k * abs_wpe
 
 
-def gradient_bounds(wte, wpe, ids, past_length, cot_h, cot_logits, h) -> tuple[np.ndarray, np.ndarray]:
-    """gradients()'s bounds (gamma_K times the computation on absolute values) alone, in float32
-    and without the float64 oracle: for comparing two answers of one implementation (a relation),
-    where only the size of the rounding matters. h: the implementation's own h."""
+def gradient_bounds(wte, wpe, ids, past_length, cot_h, cot_logits, h, rows) -> tuple[np.ndarray, np.ndarray]:
+    """gradients()'s bounds (gamma_K times the computation on absolute values) for wte's `rows`
+    (sorted, holding every id) and all of wpe, in float32 and without the float64 oracle: for
+    comparing two answers of one implementation (a relation), where only the size of the
+    rounding matters. h: the implementation's own h."""
     B, T = ids.shape
     V, d = wte.shape
     abs_cl = np.abs(cot_logits.reshape(-1, V).astype(np.float32))
     abs_h = np.abs(np.asarray(h, np.float32).reshape(-1, d))
-    abs_dh = np.abs(cot_h.reshape(-1, d).astype(np.float32)) + abs_cl @ np.abs(wte.astype(np.float32))
-    abs_wte = abs_cl.T @ abs_h
-    np.add.at(abs_wte, ids.reshape(-1), abs_dh)
+    abs_dh = np.abs(cot_h.reshape(-1, d).astype(np.float32)) + abs_cl @ np.abs(np.asarray(wte, np.float32))
+    abs_wte = abs_cl[:, rows].T @ abs_h
+    np.add.at(abs_wte, np.searchsorted(rows, ids.reshape(-1)), abs_dh)
     abs_wpe = np.zeros(wpe.shape, np.float32)
     np.add.at(abs_wpe, positions(T, past_length), abs_dh.reshape(B, T, d).sum(axis=0))
     k = gamma(V + 2 * B * T + 2, UNIT_ROUNDOFF["float32"])

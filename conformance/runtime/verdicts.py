@@ -16,14 +16,23 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its error messages
 _FRAMEWORK_NOISE = ("Traceback", "File \"", "Stack trace", "Exception encountered when calling")
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException, limit: int | None = 500) -> str:
     """The exception's first meaningful line: frameworks put multi-kilobyte stack traces in
     their messages (TensorFlow), which belong in the log, not in a one-line verdict."""
     lines = [ln.strip() for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
     if lines and lines[0].startswith("Exception encountered when calling"):  # Keras: the layer, then the cause
-        return " ".join(lines[:2])[:500]
+        return " ".join(lines[:2])[:limit]
     meaningful = [ln for ln in lines if not ln.startswith(_FRAMEWORK_NOISE)]
-    return (meaningful or lines or [""])[0][:500]
+    return (meaningful or lines or [""])[0][:limit]
+
+
+def _shortened(line: str, limit: int = 500) -> str:
+    """At most `limit` characters, keeping the call the line ends with (` [embed(...)]`)."""
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" [")
+    tail = line[cut:] if cut > 0 and len(line) - cut < limit // 2 else ""
+    return line[: limit - len(tail) - 4] + " ..." + tail
 
 
 def _where(exc: BaseException) -> str:
@@ -51,6 +60,6 @@ def classify(excinfo) -> tuple[str, str]:
         if method:
             return "failed", f"adapter raised {type(exc).__name__}{_where(exc)}: {_first_line(exc)} [{call_of(exc)}]"
         if _is_verdict(exc):
-            return "failed", _first_line(exc)
+            return "failed", _shortened(_first_line(exc, limit=None))
     return "error", f"{SUITE_ERROR_PREFIX}{type(exc).__name__}{_where(exc)}: {_first_line(exc)} (the suite's own " \
                     "failure, not the implementation's)"

@@ -40,7 +40,7 @@ class IndexSelectGather(NumpyAdapter):
         ids, past_length = check_embed_inputs(ids, past_length)
         flat = ids.reshape(-1, 1).astype(np.intp)
         rows = np.take_along_axis(self.wte, np.broadcast_to(flat, (flat.shape[0], self.wte.shape[1])), axis=0)
-        return rows.reshape(*ids.shape, -1) + self.wpe[past_length : past_length + ids.shape[1]][None]
+        return rows.reshape(*ids.shape, self.wte.shape[1]) + self.wpe[past_length : past_length + ids.shape[1]][None]
 
 
 class BroadcastPositions(NumpyAdapter):
