@@ -10,6 +10,11 @@ from gpt2_conformance.api import gpt2
 TABLE_SEED = 20190214  # GPT-2's release date; any fixed seed works, fixed makes runs repeatable
 
 
+def final_h(batch: int, seq_len: int, seed: int, n_embd: int = gpt2.N_EMBD_SMALL) -> np.ndarray:
+    """A stand-in for the final LayerNorm's output, the head's input: unit-scale float32 values."""
+    return np.random.default_rng(seed).standard_normal((batch, seq_len, n_embd), dtype=np.float32)
+
+
 def random_tables(n_embd: int, seed: int = TABLE_SEED) -> tuple[np.ndarray, np.ndarray]:
     """(wte, wpe) in float32, read-only (their values matter for rounding, not stats)."""
     rng = np.random.default_rng(seed)

@@ -18,6 +18,7 @@ from gpt2_conformance.runtime.assertions import (as_array, as_logits, assert_bit
                                                  assert_shape, assert_within, changed_row, describe_call)
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
 from gpt2_conformance.runtime.strategies import LAYOUTS, in_layout
+from gpt2_conformance.runtime.tables import final_h
 
 D = gpt2.N_EMBD_SMALL
 ROW = 12345  # the updated row, read at several places of IDS
@@ -32,10 +33,6 @@ def _steps(step: str) -> list[tuple[np.ndarray, int]]:
     if step == "prefill":
         return [(IDS, 0)]
     return [(np.ascontiguousarray(IDS[:, t : t + 1]), DECODE_FROM + t) for t in range(IDS.shape[1])]
-
-
-def _h(batch, seq_len, seed):
-    return np.random.default_rng(seed).standard_normal((batch, seq_len, D), dtype=np.float32)
 
 
 @pytest.mark.clause("STATE-UPDATES-SEEN")
@@ -76,7 +73,7 @@ def test_reload_seen_by_every_call(make_adapter, capabilities, tables, call):
         skip_unless_claimed(capabilities, "gradients")
         skip_unless_claimed(capabilities, "tied_head")
     ids, past = (IDS, 0) if call != "embed cached" else (IDS[:, 2:3], DECODE_FROM)
-    h = _h(*IDS.shape, seed=22)
+    h = final_h(*IDS.shape, seed=22)
     rng = np.random.default_rng(23)
     cot_h = rng.standard_normal(IDS.shape + (D,), dtype=np.float32)
     cot_logits = rng.standard_normal(IDS.shape + (gpt2.N_VOCAB,), dtype=np.float32) * np.float32(0.01)
@@ -146,7 +143,7 @@ def test_calls_are_pure_reads(make_adapter, capabilities, tables, scenario):
     elif scenario == "logits":
         skip_unless_claimed(capabilities, "tied_head")
         for seed in (1, 2, 3):
-            adapter.logits(_h(2, 3, seed))
+            adapter.logits(final_h(2, 3, seed))
     elif scenario == "gradients":
         skip_unless_claimed(capabilities, "gradients")
         skip_unless_claimed(capabilities, "tied_head")
