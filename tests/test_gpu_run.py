@@ -259,6 +259,7 @@ def test_cpu_dry_run_runs_every_step_in_order(tmp_path, wheels):
     assert len(reports) == 1 and json.loads(reports[0].read_text())["exit_code"] == 0, reports
     doc = json.loads((out_dir / "merged" / "merged.json").read_text())
     assert [c["device"] for c in doc["columns"]] == ["cpu"] and doc["bench"], doc["columns"]
-    assert {r["device"] for r in doc["bench"]} == {"cpu"} and all(not r["model_error"] for r in doc["bench"])
+    # timed rows (whether one is above its limit is this machine's measurement, not this test's)
+    assert {r["device"] for r in doc["bench"]} == {"cpu"} and all(r["median_s"] > 0 for r in doc["bench"]), doc["bench"]
     facts = (out_dir / "facts.md").read_text()
     assert "**not a GPU run**" in facts, facts

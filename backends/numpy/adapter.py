@@ -63,6 +63,29 @@ def _gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.nd
     return h
 
 
+def _kept(table: np.ndarray, dtype) -> np.ndarray:
+    """The adapter's own table: a read-only float32 array is kept as a read-only view, copied only
+    if a row is assigned (154 MB not copied per load); anything else is copied now, so nothing
+    the caller can write through reaches the adapter."""
+    if dtype == np.float32 and not table.flags.writeable and _no_writable_base(table):
+        return _read_only(table)
+    return _read_only(table.astype(dtype, copy=True))
+
+
+def _no_writable_base(a: np.ndarray) -> bool:
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return True
+
+
+def _read_only(table: np.ndarray) -> np.ndarray:
+    view = table.view()
+    view.flags.writeable = False
+    return view
+
+
 class NumpyAdapter(Adapter):
     capabilities = Capabilities(dtypes=tuple(_NUMPY_DTYPES), devices=("cpu",), gradients=True)
 
@@ -76,21 +99,26 @@ class NumpyAdapter(Adapter):
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
         check_tables(wte, wpe, self.config.n_embd)
-        self.wte = wte.astype(self._dtype, copy=True)
-        self.wpe = wpe.astype(self._dtype, copy=True)
+        self.wte, self.wpe = _kept(wte, self._dtype), _kept(wpe, self._dtype)
 
     def tables(self):
-        return self.wte.copy(), self.wpe.copy()
+        # read-only views: assign_wte_row copies before it writes, so what was handed out stays
+        self.wte, self.wpe = _read_only(self.wte), _read_only(self.wpe)
+        return self.wte.view(), self.wpe.view()
 
     def init_tables(self, seed):
         # model(): wte ~ N(0, 0.02^2), wpe ~ N(0, 0.01^2), plain (not truncated) normals
         rng = np.random.default_rng(seed)
         d = self.config.n_embd
-        wte = rng.standard_normal((gpt2.N_VOCAB, d), dtype=np.float32) * np.float32(gpt2.WTE_INIT_STD)
-        wpe = rng.standard_normal((gpt2.N_CTX, d), dtype=np.float32) * np.float32(gpt2.WPE_INIT_STD)
+        wte = rng.standard_normal((gpt2.N_VOCAB, d), dtype=np.float32)
+        wte *= np.float32(gpt2.WTE_INIT_STD)  # in place: the same values, one 154 MB array fewer
+        wpe = rng.standard_normal((gpt2.N_CTX, d), dtype=np.float32)
+        wpe *= np.float32(gpt2.WPE_INIT_STD)
         self.wte, self.wpe = wte.astype(self._dtype, copy=False), wpe.astype(self._dtype, copy=False)
 
     def assign_wte_row(self, index, values):
+        if not self.wte.flags.writeable:  # shared with the caller or an earlier tables(): copy on write
+            self.wte = self.wte.copy()
         self.wte[index] = values
 
     def parameters(self):
@@ -125,9 +153,14 @@ class NumpyAdapter(Adapter):
         d = self.config.n_embd
         head_part = cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32) @ wte  # 2-D: BLAS, not a batched loop
         grad_h = cotangent_h.astype(np.float32) + head_part.reshape(cotangent_h.shape)
-        grad_wte = np.zeros_like(wte)
-        np.add.at(grad_wte, ids.reshape(-1), grad_h.reshape(-1, d))  # gather role
-        grad_wte += cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32).T @ h.reshape(-1, d)  # head role
+        grad_wte = cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32).T @ h.reshape(-1, d)  # head role
+        # gather role: each read row's cotangents summed in id order from zero, then added to its
+        # head part (a + b == b + a, so this is bit for bit zeros + gather, then + head), without
+        # a second [V, d] array
+        rows, where = np.unique(ids.reshape(-1), return_inverse=True)
+        gathered = np.zeros((rows.size, d), np.float32)
+        np.add.at(gathered, where.reshape(-1), grad_h.reshape(-1, d))
+        grad_wte[rows] += gathered
         grad_wpe = np.zeros(self.wpe.shape, np.float32)
         np.add.at(grad_wpe, past_length + np.arange(ids.shape[1]), grad_h.sum(axis=0))
         return grad_wte, grad_wpe

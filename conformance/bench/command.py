@@ -26,6 +26,7 @@ from gpt2_conformance.api import machine
 from gpt2_conformance.bench import compare as compare_mod
 from gpt2_conformance.bench import files, timing, verdict, workloads
 from gpt2_conformance.bench.table import ConsoleTable
+from gpt2_conformance.run import memory
 
 # glibc serves large blocks with mmap and unmaps them on free; the size above which it does so
 # moves with the process's history (it rises to the size of a freed mmapped block, up to 32 MiB,
@@ -36,8 +37,7 @@ from gpt2_conformance.bench.table import ConsoleTable
 # blocks stay in the heap and every mode is timed in the same allocator state; "system" leaves
 # glibc alone, as an untuned process runs (d >= 1024 then faults on every call: 32 MiB outputs).
 # Other C libraries ignore these variables.
-MALLOC_ENV = {"retain": {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)},
-              "system": {}}
+MALLOC_ENV = {"retain": memory.CHILD_ENV, "system": {}}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -136,8 +136,8 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
             json.dump(request, f)
         log_path = os.path.join(log_dir, "bench-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in backend)
                                 + ".log")
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3",
-                   **MALLOC_ENV[request.get("malloc", "retain")])
+        env = {k: v for k, v in os.environ.items() if k not in memory.CHILD_ENV}  # "system": glibc's own
+        env.update(PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3", **MALLOC_ENV[request.get("malloc", "retain")])
         with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
             try:
                 child = subprocess.run([sys.executable, "-m", "gpt2_conformance.bench.child", req_path, res_path],

@@ -26,6 +26,7 @@ from gpt2_conformance import registry
 from gpt2_conformance import results as res
 from gpt2_conformance import spec
 from gpt2_conformance.run import events as events_file
+from gpt2_conformance.run import memory
 from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
 
 SUITE = "gpt2_conformance.suite"
@@ -169,7 +170,7 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
     the rest."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
     out = _Passes()
     clauses: dict[str, str] | None = None  # nodeid -> clause of every test, from the first collection
     with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:

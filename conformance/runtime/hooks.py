@@ -170,6 +170,23 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1  # as `run`: a stale waiver fails the gate, so the file cannot rot
 
 
+def pytest_runtest_logfinish(nodeid, location):
+    """After a suite test failed (and after --pdb's post-mortem): free what its failure holds. The
+    exception's traceback holds the test's frames, so their tables, adapters and gradients (1.4 GB
+    after a failed gradients test), in a reference cycle that only the cyclic collector frees, which
+    counts objects, not bytes; pytest's sys.last_* keep it too. Until then the process grows by that
+    much, and freshly mapped memory is the costliest part of a run (run/memory.py)."""
+    import gc
+    import sys
+
+    if getattr(sys, "last_value", None) is None and getattr(sys, "last_exc", None) is None:
+        return
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    gc.collect()
+
+
 def outcome_of(report) -> str:
     """passed / failed / skipped / error ("error": the suite's own failure, see classify)."""
     return dict(report.user_properties).get("gpt2c_outcome", report.outcome)

@@ -1,6 +1,6 @@
 """Each row's limit: the last-level cache read from sysfs and the flush it sizes, a streaming
 reference moving each workload's own least bytes in its own cache state (bandwidth.matched), and,
-in a real numpy run (slow), no row above its limit on this machine."""
+in a real numpy run (slow), a limit for every row and a model error exactly where a row is above it."""
 
 from __future__ import annotations
 
@@ -67,15 +67,27 @@ def test_matched_reference_moves_the_bytes_it_says():
 
 
 @pytest.mark.slow  # a real numpy child run at the bar shape, warm and cold
-def test_no_numpy_row_exceeds_its_limit_on_this_machine():
-    """A real (small) run of the numpy reference, warm and cold: every row's least bytes over
-    its time stay under its own matched limit (the physical claim behind "% of the limit")."""
+def test_a_real_numpy_run_gets_a_limit_for_every_row():
+    """A real (small) run of the numpy reference, warm and cold: every timed row gets its own
+    measured limit and is either a percentage of it or, above 100%, a model error naming its
+    bytes, time and limit. Whether a row is above its limit is a measurement of this machine,
+    reported by `bench` (its model-error lines), not asserted here: a timed test on a shared
+    machine decides nothing (CI once saw a warm 154 MB head read at 115% of a stream measured
+    while another job ran)."""
     plan = [wl.Workload("forward", "prefill", 8, 1024, 768), wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold"),
             wl.Workload("forward", "decode", 64, 1, 768, 512), wl.Workload("logits", "decode", 1, 1, 768, 512)]
     request = {"backend": "numpy", "device": "cpu", "workloads": [w.as_dict() for w in plan],
                "bandwidth_bytes": 64 << 20, "min_rounds": 5, "max_rounds": 9, "max_time": 0.2, "warmup": 1,
                "modes": ["suite", "take-out"]}
     result = child.run(request)
-    rows = verdict.workload_rows([result])
-    assert len([r for r in rows if "stats" in r]) >= 5
-    assert verdict.model_errors(rows) == [], verdict.model_errors(rows)
+    rows = [r for r in verdict.workload_rows([result]) if "stats" in r]
+    assert len(rows) >= 5
+    for row in rows:
+        assert row["limit_gbps"] > 0 and row["limit_kind"], row["group"]
+        pct = 100 * row["bytes"] / row["stats"]["median"] / 1e9 / row["limit_gbps"]
+        if "model_error" in row:
+            assert verdict.over_limit(pct) and "pct_limit" not in row, row["group"]
+            assert f"{row['bytes'] / 1e6:.1f} MB" in row["model_error"], row["model_error"]
+        else:
+            assert row["pct_limit"] == pytest.approx(pct) and not verdict.over_limit(pct), row["group"]
+    assert len(verdict.model_errors(rows)) == len([r for r in rows if "model_error" in r])

@@ -1,0 +1,61 @@
+"""run/memory.py: the suite's child processes keep freed blocks in the heap (a user's own setting
+wins), and the setting really reaches glibc in a child."""
+
+import os
+import subprocess
+import sys
+
+from gpt2_conformance.run import memory
+
+
+def test_child_env_adds_the_thresholds_and_keeps_a_users_own():
+    env = memory.child_env({"PATH": "/bin"})
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(4 << 30) and env["PATH"] == "/bin"
+    assert memory.child_env({"MALLOC_MMAP_THRESHOLD_": "65536"})["MALLOC_MMAP_THRESHOLD_"] == "65536"
+
+
+def test_runner_children_get_it(monkeypatch):
+    from gpt2_conformance.run import runner
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_popen(cmd, stdout, stderr, text, env):
+        seen.update(env)
+        raise Stop
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setattr(runner.subprocess, "Popen", fake_popen)
+    try:
+        runner.run_backend("numpy")
+    except Stop:
+        pass
+    assert seen.get("MALLOC_MMAP_THRESHOLD_") == str(memory.THRESHOLD_BYTES), sorted(seen)
+
+
+MMAPPED_BYTES = """
+import ctypes
+class Info(ctypes.Structure):  # glibc's struct mallinfo2 (malloc.h): ten size_t fields
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks "
+                                               "fordblks keepcost").split()]
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes, libc.mallinfo2.restype = ctypes.c_void_p, [ctypes.c_size_t], Info
+block = libc.malloc(200 << 20)
+print(libc.mallinfo2().hblkhd)
+"""
+
+
+def _mmapped_bytes(env) -> int:
+    out = subprocess.run([sys.executable, "-c", MMAPPED_BYTES], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+def test_a_table_sized_block_comes_from_the_heap_in_a_child():
+    """With the setting, a 200 MB block is served from the heap (kept when freed); glibc's default
+    maps it on its own (mmap threshold at most 32 MiB), to be unmapped when freed."""
+    plain = {k: v for k, v in os.environ.items() if k not in memory.CHILD_ENV}
+    assert _mmapped_bytes(plain) >= 200 << 20
+    assert _mmapped_bytes(memory.child_env(plain)) == 0
