@@ -57,3 +57,35 @@ def test_threaded_path_is_taken_at_the_bar_shape(reference, monkeypatch):
     calls.clear()
     reference.embed(np.zeros((64, 1), np.int32), 512)
     assert len(calls) == 1, f"embed(ids.shape=(64, 1)) ran np.take {len(calls)} times, but should be 1 (too small)"
+
+
+def test_read_only_tables_are_kept_without_a_copy_and_copied_on_write():
+    """load_tables keeps a read-only float32 table as it is (no 154 MB copy per load) and copies
+    it before the first assign_wte_row, so the caller's array, and any table tables() handed out
+    earlier, keep their values; a writable table (or a view of one) is copied at load, so the
+    caller's later writes never reach the adapter."""
+    rng = np.random.default_rng(0)
+    wte = rng.standard_normal((50257, 768), dtype=np.float32)
+    wpe = rng.standard_normal((1024, 768), dtype=np.float32)
+    frozen_wte, frozen_wpe = wte.copy(), wpe.copy()
+    for table in (frozen_wte, frozen_wpe):
+        table.flags.writeable = False
+    adapter = NumpyAdapter()
+    adapter.load_tables(frozen_wte, frozen_wpe)
+    assert np.shares_memory(adapter.wte, frozen_wte) and np.shares_memory(adapter.wpe, frozen_wpe)
+    handed_out = adapter.tables()[0]
+    adapter.assign_wte_row(7, np.ones(768, np.float32))
+    assert (adapter.tables()[0][7] == 1).all() and (adapter.embed(np.array([[7]]))[0, 0] == 1 + wpe[0]).all()
+    assert np.array_equal(frozen_wte[7], wte[7]) and np.array_equal(handed_out[7], wte[7])
+    adapter.assign_wte_row(8, np.ones(768, np.float32))  # its own copy now: written in place
+    assert np.array_equal(handed_out[8], wte[8])
+
+    writable = NumpyAdapter()
+    writable.load_tables(wte, wpe)
+    read_only_view = wte.view()
+    read_only_view.flags.writeable = False
+    viewing = NumpyAdapter()
+    viewing.load_tables(read_only_view, wpe)
+    wte[3] = 5.0
+    for a in (writable, viewing):
+        assert not np.shares_memory(a.wte, wte) and np.array_equal(a.tables()[0][3], frozen_wte[3])

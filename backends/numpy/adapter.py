@@ -73,11 +73,13 @@ def _kept(table: np.ndarray, dtype) -> np.ndarray:
 
 
 def _no_writable_base(a: np.ndarray) -> bool:
+    """No array it views is writable, and its memory is numpy's own or immutable bytes (a bytearray
+    or a mapped file could change under it)."""
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
         a = a.base
-    return True
+    return a is None or isinstance(a, bytes)
 
 
 def _read_only(table: np.ndarray) -> np.ndarray:

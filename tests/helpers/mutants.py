@@ -755,6 +755,9 @@ class TablesNotCopied(_Mutant):
         self.wte = wte.astype(self._dtype, copy=False)
         self.wpe = wpe.astype(self._dtype, copy=False)
 
+    def assign_wte_row(self, index, values):
+        self.wte[index] = values  # into the kept array itself (the reference copies a shared one first)
+
 
 # -- dropout whose mask is the same every call ---------------------------------------------
 
