@@ -6,6 +6,8 @@ CPU provider has no bfloat16 Add, so bfloat16 is not claimed)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -147,3 +149,25 @@ def test_position_ids_graph_same_bits_and_negative_positions_wrap():
     assert np.array_equal(h, wte[ids[:, :1]] + wpe[-1]), "position -1 should read wpe[1023] (ONNX Gather)"
     with pytest.raises(ValueError, match="negative dimensions"):  # the cache graph: numpy refuses the length
         cached.embed(ids[:, :1], -1)
+
+
+def test_export_is_kept_on_disk_for_the_next_process_and_only_for_its_setup(graph, tmp_path, monkeypatch):
+    """A second process (an empty in-process cache) reads the graph back instead of exporting;
+    another setup (here another offset input) is not served from it, and a folder other users
+    can write into is not read at all."""
+    monkeypatch.setattr(export.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(export, "_CACHE", {})
+    calls = []
+    made = {"cache": graph, "position_ids": dataclasses.replace(graph, model_bytes=b"another graph")}
+    monkeypatch.setattr(export, "_export", lambda *a: calls.append(a[3]) or made[a[3]])
+    first = export.export(D, torch.float32, gpt2_config(D))
+    monkeypatch.setattr(export, "_CACHE", {})
+    again = export.export(D, torch.float32, gpt2_config(D))
+    assert calls == ["cache"] and again == first == graph
+    monkeypatch.setattr(export, "_CACHE", {})
+    other = export.export(D, torch.float32, gpt2_config(D), offset="position_ids")
+    assert calls == ["cache", "position_ids"] and other.model_bytes != graph.model_bytes
+    (tmp_path / f"gpt2-conformance-{__import__('os').getuid()}").chmod(0o777)
+    monkeypatch.setattr(export, "_CACHE", {})
+    export.export(D, torch.float32, gpt2_config(D))
+    assert calls == ["cache", "position_ids", "cache"]

@@ -19,15 +19,25 @@ and the head would read the file's tables; see adapter.py).
 offset="position_ids" exports the same model with a position_ids input instead of the cache, as
 Optimum's GPT-2 decoder graphs take it (the host computes the positions).
 
-Export takes ~10 s, so one graph is kept per (n_embd, dtype, offset) in this process.
+Export takes ~10 s, so one graph is kept per (n_embd, dtype, offset) in this process, and on
+disk for the next process (a suite run restarts its child after each process abort: tract's
+panics): in a folder of this user's own under the temporary directory, keyed by everything the
+graph depends on (sizes, dtype, offset, opset, the HF config, the torch, transformers, onnx and
+onnxscript versions), so a graph is never read back for another setup.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import io
+import json
+import os
+import tempfile
 import warnings
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import onnx
 import torch
@@ -117,12 +127,68 @@ def _find_tables(model: onnx.ModelProto, n_embd: int) -> tuple[str, str, bool]:
     return vocab[0], ctx[0], vocab[0] in head_inputs
 
 
+def _disk_folder() -> str | None:
+    """This user's export folder (mode 0700, owned by this user), or None where it cannot be one."""
+    mine = os.path.join(tempfile.gettempdir(), f"gpt2-conformance-{os.getuid()}")
+    folder = os.path.join(mine, "onnx-export")
+    try:
+        os.makedirs(mine, mode=0o700, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for path in (mine, folder):
+            info = os.lstat(path)
+            if info.st_uid != os.getuid() or info.st_mode & 0o022 or not os.path.isdir(path) or os.path.islink(path):
+                return None  # another user's, or others may write into it: read no graph from it
+    except OSError:
+        return None
+    return folder
+
+
+def _disk_key(n_embd: int, dtype: torch.dtype, hf_config, offset: str) -> str:
+    what = {"n_embd": n_embd, "dtype": str(dtype), "offset": offset, "opset": OPSET, "config": hf_config.to_dict(),
+            "versions": [version(p) for p in ("torch", "transformers", "onnx", "onnxscript")]}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _read_disk(folder: str, key: str) -> ExportedGraph | None:
+    """One file per graph: a line of JSON (the fields), then the ModelProto's bytes."""
+    try:
+        with open(os.path.join(folder, key + ".graph"), "rb") as f:
+            fields = json.loads(f.readline())
+            return ExportedGraph(model_bytes=f.read(), **fields)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_disk(folder: str, key: str, graph: ExportedGraph) -> None:
+    fields = {k: v for k, v in dataclasses.asdict(graph).items() if k != "model_bytes"}
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            f.write(json.dumps(fields).encode() + b"\n" + graph.model_bytes)
+        os.replace(tmp, os.path.join(folder, key + ".graph"))  # readers see a whole file or none
+    except OSError:
+        pass  # a cache: the next process exports again
+
+
 def export(n_embd: int, dtype: torch.dtype, hf_config, offset: str = "cache") -> ExportedGraph:
-    """The graph for (n_embd, dtype, offset), exported on first use and then kept for this process.
-    offset="cache": past_key/past_value inputs; offset="position_ids": a position_ids input."""
+    """The graph for (n_embd, dtype, offset), exported on first use and then kept for this process
+    and on disk (module docstring). offset="cache": past_key/past_value inputs;
+    offset="position_ids": a position_ids input."""
     key = (n_embd, str(dtype), offset)
     if key in _CACHE:
         return _CACHE[key]
+    folder = _disk_folder()
+    disk_key = _disk_key(n_embd, dtype, hf_config, offset) if folder else ""
+    graph = _read_disk(folder, disk_key) if folder else None
+    if graph is None:
+        graph = _export(n_embd, dtype, hf_config, offset)
+        if folder:
+            _write_disk(folder, disk_key, graph)
+    _CACHE[key] = graph
+    return graph
+
+
+def _export(n_embd: int, dtype: torch.dtype, hf_config, offset: str) -> ExportedGraph:
     import onnxscript
 
     with hf_init.no_init_weights():  # the tables are replaced in every session: skip the init
@@ -154,7 +220,5 @@ def export(n_embd: int, dtype: torch.dtype, hf_config, offset: str = "cache") ->
     _tables_to_external(proto, (wte_name, wpe_name))
     opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
     exporter = f"torch {torch.__version__} torch.onnx.export(dynamo=True), onnxscript {onnxscript.__version__}"
-    graph = ExportedGraph(proto.SerializeToString(), wte_name, wpe_name, head_uses_wte, opset, exporter,
-                          n_head, head_dim)
-    _CACHE[key] = graph
-    return graph
+    return ExportedGraph(proto.SerializeToString(), wte_name, wpe_name, head_uses_wte, opset, exporter,
+                         n_head, head_dim)
