@@ -4,8 +4,8 @@ tests/helpers/mutants_{torch,tensorflow,jax}.py (the frameworks' own mistakes).
 Each mutant must fail exactly the clauses recorded here: its TARGETS, plus the collateral
 failures that follow from the same mistake (reviewed; the comment says why). A mutant that
 escapes a target, or a clause that starts failing where it should not, fails this test. The
-NumPy reference must fail nothing. Run time: one suite run per mutant (about 8-12 s each on
-an idle 2-core machine; a TensorFlow one about a minute).
+NumPy reference must fail nothing. Run time: one suite run per mutant, the NumPy ones in this
+process, the framework ones in child processes (a TensorFlow one about a minute).
 
 Collecting this module imports no framework: FRAMEWORK_KILLS names the framework mutants, and
 each test imports its framework's catalogue (skipped where the framework is not installed).
@@ -237,11 +237,17 @@ def test_value_defects_fail_few_clauses():
 
 
 def _judged(spec: str, monkeypatch):
-    """The suite on a mutant in a fresh child process, as `gpt2-conformance run --adapter` judges
-    it: a verdict that cannot depend on what earlier tests left in this process (an xdist worker
-    runs many)."""
+    """The suite on a framework mutant in a fresh child process, as `gpt2-conformance run --adapter`
+    judges it: a framework's state (a compiled function, a device context) stays in its process."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
     return runner.run_backend(spec, adapter_spec=spec)
+
+
+def _judged_here(factory):
+    """The suite on a NumPy mutant or variant in this process (run_in_process): pure NumPy leaves
+    nothing behind that a later verdict could read, and a child per mutant would cost its start and
+    its memory again each time. test_child_and_in_process_verdicts_agree shows the two agree."""
+    return run_in_process(factory, f"helpers.{factory.__module__.rpartition('.')[2]}:{factory.__name__}")
 
 
 def _assert_every_fail_names_its_call(result, name: str) -> None:
@@ -254,8 +260,8 @@ def _assert_every_fail_names_its_call(result, name: str) -> None:
 
 
 @pytest.mark.parametrize("mutant", mutants.ALL, ids=lambda m: m.__name__)
-def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant, monkeypatch):
-    result = _judged(f"helpers.mutants:{mutant.__name__}", monkeypatch)
+def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant):
+    result = _judged_here(mutant)
     assert result.error == ""
     assert result.errors() == [], [c.message for c in result.clauses if c.status == "ERROR"]
     killed = set(result.failed())
@@ -266,13 +272,25 @@ def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant, monkeypatch):
 
 
 @pytest.mark.parametrize("variant", correct_variants.ALL, ids=lambda v: v.__name__)
-def test_correct_variant_of_unusual_shape_passes_every_claimed_clause(variant, monkeypatch):
+def test_correct_variant_of_unusual_shape_passes_every_claimed_clause(variant):
     """A transposed table, other gather primitives, positions without arange, row by row: correct
     code written unlike the reference passes everything it claims."""
-    result = _judged(f"helpers.correct_variants:{variant.__name__}", monkeypatch)
+    result = _judged_here(variant)
     assert result.error == ""
     assert result.failed() == [] and result.errors() == [], \
         [(c.clause.id, c.message) for c in result.clauses if c.status in ("FAIL", "ERROR")]
+
+
+def test_child_and_in_process_verdicts_agree(monkeypatch):
+    """One mutant, judged as `run --adapter` judges it (a child process, its events file, the
+    crash watch) and in this process: the same verdict per test, and its FAIL messages."""
+    name = "NoCacheOffset"  # seven clauses, relations and golden values among them
+    child = _judged(f"helpers.mutants:{name}", monkeypatch)
+    here = _judged_here(getattr(mutants, name))
+    assert child.error == here.error == ""
+    assert set(child.failed()) == set(here.failed()) == EXPECTED_KILLS[name]
+    verdicts = [{t.nodeid: (t.status, t.message) for c in r.clauses for t in c.tests} for r in (child, here)]
+    assert verdicts[0] == verdicts[1]
 
 
 @pytest.mark.parametrize("framework", list(FRAMEWORK_KILLS))
