@@ -23,6 +23,7 @@ class WpeOneUlpOff(NumpyAdapter):
 
     def load_tables(self, wte, wpe):
         super().load_tables(wte, wpe)
+        self.wpe = self.wpe.copy()  # its own copy to change (the reference keeps a read-only table as it is)
         self.wpe[1023, 767] = np.nextafter(self.wpe[1023, 767], np.float32(np.inf))
 
 
