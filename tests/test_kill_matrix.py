@@ -4,8 +4,8 @@ tests/helpers/mutants_{torch,tensorflow,jax}.py (the frameworks' own mistakes).
 Each mutant must fail exactly the clauses recorded here: its TARGETS, plus the collateral
 failures that follow from the same mistake (reviewed; the comment says why). A mutant that
 escapes a target, or a clause that starts failing where it should not, fails this test. The
-NumPy reference must fail nothing. Run time: one suite run per mutant, the NumPy ones in this
-process, the framework ones in child processes (a TensorFlow one about a minute).
+NumPy reference must fail nothing. Run time: one suite run per mutant, each in a child process
+(a TensorFlow one about a minute); the correct variants in this process.
 
 Collecting this module imports no framework: FRAMEWORK_KILLS names the framework mutants, and
 each test imports its framework's catalogue (skipped where the framework is not installed).
@@ -237,16 +237,18 @@ def test_value_defects_fail_few_clauses():
 
 
 def _judged(spec: str, monkeypatch):
-    """The suite on a framework mutant in a fresh child process, as `gpt2-conformance run --adapter`
-    judges it: a framework's state (a compiled function, a device context) stays in its process."""
+    """The suite on a mutant in a fresh child process, as `gpt2-conformance run --adapter` judges
+    it: a verdict that cannot depend on what earlier tests left in this process (an xdist worker
+    runs many). A mutant that reads memory it does not own (StridesIgnored read past a view's end
+    until it copied those views) would otherwise see what earlier runs left in this heap."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
     return runner.run_backend(spec, adapter_spec=spec)
 
 
 def _judged_here(factory):
-    """The suite on a NumPy mutant or variant in this process (run_in_process): pure NumPy leaves
-    nothing behind that a later verdict could read, and a child per mutant would cost its start and
-    its memory again each time. test_child_and_in_process_verdicts_agree shows the two agree."""
+    """The suite on a correct variant in this process (run_in_process): correct NumPy code reads
+    only its own inputs and leaves nothing behind, so a child per variant would only cost its start
+    and its memory again. test_child_and_in_process_verdicts_agree shows the two routes agree."""
     return run_in_process(factory, f"helpers.{factory.__module__.rpartition('.')[2]}:{factory.__name__}")
 
 
@@ -260,8 +262,8 @@ def _assert_every_fail_names_its_call(result, name: str) -> None:
 
 
 @pytest.mark.parametrize("mutant", mutants.ALL, ids=lambda m: m.__name__)
-def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant):
-    result = _judged_here(mutant)
+def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant, monkeypatch):
+    result = _judged(f"helpers.mutants:{mutant.__name__}", monkeypatch)
     assert result.error == ""
     assert result.errors() == [], [c.message for c in result.clauses if c.status == "ERROR"]
     killed = set(result.failed())
