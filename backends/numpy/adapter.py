@@ -65,11 +65,11 @@ def _gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.nd
 
 def _kept(table: np.ndarray, dtype) -> np.ndarray:
     """The adapter's own table: a read-only float32 array is kept as a read-only view, copied only
-    if a row is assigned (154 MB not copied per load); anything else is copied now, so nothing
-    the caller can write through reaches the adapter."""
+    if a row is assigned (154 MB not copied per load); anything else is copied now (a copy of its
+    own, written in place by assign_wte_row), so nothing the caller can write through reaches it."""
     if dtype == np.float32 and not table.flags.writeable and _no_writable_base(table):
         return _read_only(table)
-    return _read_only(table.astype(dtype, copy=True))
+    return table.astype(dtype, copy=True)
 
 
 def _no_writable_base(a: np.ndarray) -> bool:
