@@ -172,7 +172,7 @@ def compare(table: np.ndarray, reference: np.ndarray) -> Difference:
     n = int(differ.sum())
     if not n:
         return Difference(0, differ.size, 0.0, None, None, None)
-    idx = tuple(int(i) for i in np.argwhere(differ)[0])
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), differ.shape))  # the first, in C order
     with np.errstate(invalid="ignore"):
         diff = np.abs(a[differ].astype(np.float64) - r[differ].astype(np.float64))
     worst = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")

@@ -24,6 +24,7 @@ TESTS_PER_TABLE = 4
 ALPHA_PER_TEST = CLAUSE_FALSE_ALARM / TESTS_PER_TABLE
 Z_TWO_SIDED = NormalDist().inv_cdf(1 - ALPHA_PER_TEST / 2)  # about 5.15
 KS_SAMPLE = 1 << 20  # KS on an evenly strided sample of at most this many values
+CHUNK = 1 << 20  # values converted to float64 at a time for the moments
 TAIL_Z = 3.0
 TAIL_P = 2 * (1 - NormalDist().cdf(TAIL_Z))  # P(|X| > 3 sigma) = 0.0026998
 
@@ -49,22 +50,35 @@ def _normal_cdf(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + erf(x / math.sqrt(2.0)).astype(np.float64))
 
 
+def _sums(flat: np.ndarray, limit: float) -> tuple[float, float, int]:
+    """(sum, sum of squares, count of |x| > limit) in float64, a chunk at a time: a float64 copy
+    of wte (309 MB) and two temporaries its size cost more than the sums (fresh memory is slow)."""
+    total = squares = 0.0
+    beyond = 0
+    for start in range(0, flat.size, CHUNK):
+        chunk = flat[start:start + CHUNK].astype(np.float64)
+        total += float(chunk.sum())
+        squares += float(np.dot(chunk, chunk))
+        beyond += int(np.count_nonzero(np.abs(chunk) > limit))
+    return total, squares, beyond
+
+
 def normal_tests(values: np.ndarray, std: float) -> list[StatResult]:
     """Is `values` a sample of N(0, std^2)? Four tests, each at ALPHA_PER_TEST."""
-    x = np.asarray(values, np.float64).ravel()
-    n = x.size
-    mean = x.mean()
-    var = np.mean(x * x)  # mean is known to be 0: E[x^2] = std^2, Var[x^2] = 2 std^4
+    flat = np.asarray(values).reshape(-1)
+    n = flat.size
+    total, squares, tail = _sums(flat, TAIL_Z * std)
+    mean = total / n
+    var = squares / n  # mean is known to be 0: E[x^2] = std^2, Var[x^2] = 2 std^4
     z_mean = mean / (std / math.sqrt(n))
     z_var = (var / std**2 - 1) / math.sqrt(2 / n)
 
-    sample = np.sort(x[:: max(1, n // KS_SAMPLE)])
+    sample = np.sort(flat[:: max(1, n // KS_SAMPLE)].astype(np.float64))
     m = sample.size
     cdf = _normal_cdf(sample / std)
     ks = max(np.max(np.arange(1, m + 1) / m - cdf), np.max(cdf - np.arange(m) / m))
     ks_limit = math.sqrt(math.log(2 / ALPHA_PER_TEST) / (2 * m))
 
-    tail = np.count_nonzero(np.abs(x) > TAIL_Z * std)
     z_tail = (tail - n * TAIL_P) / math.sqrt(n * TAIL_P * (1 - TAIL_P))
     return [
         StatResult("mean", z_mean, Z_TWO_SIDED, f"mean {mean:.3g}, z {z_mean:.2f}"),
