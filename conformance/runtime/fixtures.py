@@ -9,6 +9,7 @@ from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
 from gpt2_conformance.runtime.guard import GuardedFactory, SuiteError
 from gpt2_conformance.runtime.hooks import skip_unless_buildable
+from gpt2_conformance.runtime.numerics import round_to_dtype
 from gpt2_conformance.runtime.tables import random_tables
 
 
@@ -34,6 +35,23 @@ def device(request):
 def tables():
     """The suite's (wte, wpe) at d = 768, read-only."""
     return random_tables(gpt2.N_EMBD_SMALL)
+
+
+@pytest.fixture(scope="module")
+def rounded_tables(tables):
+    """rounded_tables(dtype) -> the suite's tables rounded to nearest-even in dtype, as float32,
+    read-only; made once per dtype in the module that uses them (each DTYPE clause's tests share
+    them), and freed after it (held for the session, they would raise every later peak)."""
+    made = {}
+
+    def rounded(dtype: str) -> tuple:
+        if dtype not in made:
+            made[dtype] = tuple(round_to_dtype(t, dtype) for t in tables)
+            for t in made[dtype]:
+                t.flags.writeable = False  # shared: tests copy before changing them
+        return made[dtype]
+
+    return rounded
 
 
 @pytest.fixture(scope="session")

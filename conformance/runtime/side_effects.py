@@ -22,6 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 KEPT_OUTPUTS = 4  # answers watched: a reused buffer shows at the next call of its shape
+# ...holding at most this many bytes (each answer and its copy; the newest answer always):
+# one gradients() answer at d = 768 and the small ones. Four [V, d] answers kept alive by the
+# suite's shared adapter raised every later test's peak by 1.2 GB, and fresh memory is what
+# a suite run spends most on.
+KEPT_BYTES = 400 << 20
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def describe_change(name: str, saved: np.ndarray, now: np.ndarray, after: str, o
     if saved.ndim == 0:
         return f"{name}{of} was {saved.item()!r}, after {after} it is {now.item()!r}"
     differ = _differ(saved, now)
-    index = tuple(int(i) for i in np.argwhere(differ)[0])
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), differ.shape))  # the first, in C order
     text, cols = _window(saved, index)
     was, now_values = _values(saved[index[:-1]][cols]), _values(now[index[:-1]][cols])
     return (f"{name}[{text}]{of} was {was}, after {after} it is {now_values} "
@@ -98,7 +103,10 @@ class SideEffectWatch:
         names = [what] if len(arrays) == 1 else [f"{what}[{i}]" for i in range(len(arrays))]
         # the copies made here are the caller's alone: only arrays the adapter handed out are watched
         kept = [] if shared else [(n, call, a, a.copy()) for n, a in zip(names, arrays)]
-        self._outputs = (self._outputs + kept)[-KEPT_OUTPUTS * max(len(arrays), 1):]
+        outputs = (self._outputs + kept)[-KEPT_OUTPUTS * max(len(arrays), 1):]
+        while len(outputs) > len(kept) and sum(entry[2].nbytes + entry[3].nbytes for entry in outputs) > KEPT_BYTES:
+            outputs.pop(0)
+        self._outputs = outputs
         return out
 
     # -- tables ---------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def _float32_reference(float32_adapter, capabilities, stored, ids, past, h_final
     return exact, expected, "exact"
 
 
-def _low_precision(make_adapter, capabilities, tables, dtype, past):
+def _low_precision(make_adapter, capabilities, rounded_tables, dtype, past):
     """Stored tables are the float32 ones rounded to nearest-even; h is within 1 ulp (and the
     head within its bound) of the implementation's OWN float32 answer on those rounded tables:
     a value defect shared by every dtype is LOOKUP-EXACT's (and TIED's) to judge, not this
@@ -48,7 +48,7 @@ def _low_precision(make_adapter, capabilities, tables, dtype, past):
     if past:
         skip_unless_claimed(capabilities, "kv_cache")
     adapter = make_adapter(dtype=dtype)
-    stored = [round_to_dtype(t, dtype) for t in tables]
+    stored = rounded_tables(dtype)
     for name, got, want in zip(("wte", "wpe"), adapter.tables(), stored):
         assert_bitwise_equal(np.asarray(got, np.float32), want, f"tables() of a {dtype} adapter", name,
                              note="rounded to nearest-even")
@@ -80,11 +80,11 @@ def _low_precision(make_adapter, capabilities, tables, dtype, past):
 
 @pytest.mark.clause("DTYPE-FLOAT16")
 @pytest.mark.parametrize("past", [0, 7])
-def test_float16(make_adapter, capabilities, tables, past):
-    _low_precision(make_adapter, capabilities, tables, "float16", past)
+def test_float16(make_adapter, capabilities, rounded_tables, past):
+    _low_precision(make_adapter, capabilities, rounded_tables, "float16", past)
 
 
 @pytest.mark.clause("DTYPE-BFLOAT16")
 @pytest.mark.parametrize("past", [0, 7])
-def test_bfloat16(make_adapter, capabilities, tables, past):
-    _low_precision(make_adapter, capabilities, tables, "bfloat16", past)
+def test_bfloat16(make_adapter, capabilities, rounded_tables, past):
+    _low_precision(make_adapter, capabilities, rounded_tables, "bfloat16", past)

@@ -55,8 +55,11 @@ def test_row_update_seen_by_embed(make_adapter, capabilities, tables, step):
 
 
 def _reloaded_tables(tables):
-    """Other tables, every row different: wte's rows shifted by one, wpe negated (exact)."""
-    return np.roll(tables[0], 1, axis=0), -tables[1]
+    """Other tables, every row different: wte's rows shifted by one, wpe negated (exact);
+    read-only like the suite's own (an adapter may keep them without a copy)."""
+    wte, wpe = np.roll(tables[0], 1, axis=0), -tables[1]
+    wte.flags.writeable = wpe.flags.writeable = False
+    return wte, wpe
 
 
 @pytest.mark.clause("STATE-UPDATES-SEEN")
@@ -93,23 +96,28 @@ def test_reload_seen_by_every_call(make_adapter, capabilities, tables, call):
     fresh.load_tables(*new)
     what = describe_call("embed", ids, past) if call.startswith("embed") else call + "(...)"
     context = f"{what} after load_tables(other tables) vs a fresh adapter loaded with them"
-    got, want = answer(adapter), answer(fresh)
+    got = answer(adapter)
+    if call == "gradients":
+        # every row the ids read and every 97th other one: a stale table moves all of them (cot_logits
+        # reaches every row), and [V, d] float64 comparisons would cost more than the whole clause.
+        # Only those rows are kept, and the first adapter (whose guard keeps copies of both its [V, d]
+        # answers) is let go before the second answers: 0.6 GB less at this clause's peak
+        rows = np.union1d(np.unique(ids), np.arange(0, gpt2.N_VOCAB, 97))
+        got = (np.asarray(assert_shape(got[0], (gpt2.N_VOCAB, D), context, "dwte"))[rows], as_array(got[1], context))
+        del adapter
+    want = answer(fresh)
     if call.startswith("embed"):
         assert_bitwise_equal(got, want, context)
     elif call == "logits":
         _, bound = oracle.tied_logits(h, new[0], inputs=oracle.STRUCTURAL_INPUTS)
         assert_within(got, want.astype(np.float64), 2 * bound, context, rule="the head must read the loaded wte")
     else:
-        # every row the ids read and every 97th other one: a stale table moves all of them (cot_logits
-        # reaches every row), and [V, d] float64 comparisons would cost more than the whole clause
-        rows = np.union1d(np.unique(ids), np.arange(0, gpt2.N_VOCAB, 97))
         h_new = as_array(fresh.embed(ids, past), describe_call("embed", ids, past))
         bound_wte, bound_wpe = oracle.gradient_bounds(*new, ids, past, cot_h, cot_logits, h_new, rows)
-        got_wte = assert_shape(got[0], (gpt2.N_VOCAB, D), context, "dwte")
-        assert_within(np.asarray(got_wte)[rows], np.asarray(want[0])[rows].astype(np.float64), 2 * bound_wte,
+        assert_within(got[0], np.asarray(want[0])[rows].astype(np.float64), 2 * bound_wte,
                       context + f" (rows {rows[0]}, {rows[1]}, ... of wte)", "dwte",
                       rule="the gradients must read the loaded tables")
-        assert_within(as_array(got[1], context), np.asarray(want[1], np.float64), 2 * bound_wpe, context, "dwpe",
+        assert_within(got[1], np.asarray(want[1], np.float64), 2 * bound_wpe, context, "dwpe",
                       rule="the gradients must read the loaded tables")
 
 
