@@ -22,6 +22,9 @@ def pytest_addoption(parser):
     group.addoption("--gpt2c-thorough", action="store_true", help="10x the examples, drawn from a random seed "
                     "(printed; the default draws are derandomized)")
     group.addoption("--gpt2c-seed", type=int, help="with --gpt2c-thorough: the seed, to replay a run's draws")
+    group.addoption("--gpt2c-no-shrink", action="store_true", help="report a failing example as first drawn, not "
+                    "minimised: the same verdicts, sooner on an implementation that fails (the messages' "
+                    "examples are then not the smallest)")
     group.addoption("--gpt2c-case", action="append", default=[], metavar="NODEID",
                     help="run only this test of the suite, e.g. 'test_bounds.py::test_too_long_raises' (a "
                     "report's repro line); repeatable")

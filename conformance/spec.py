@@ -300,6 +300,10 @@ DRAW_MODES = (
     "(environment.draws); `run --thorough --seed N` (`--gpt2c-thorough --gpt2c-seed N`) replays those "
     "draws exactly. The fixed cases (every id layout, the sentinel ids, the edge positions) are the "
     "same in both modes.",
+    "Either mode with `run --no-shrink` (`--gpt2c-no-shrink`): the same draws, but a failing example is "
+    "reported as first drawn instead of minimised (hypothesis' shrink phase is skipped). Verdicts are "
+    "the same; a failing implementation is judged sooner, and its messages show a larger example. The "
+    "JSON report stores it (environment.draws.shrink).",
 )
 
 

@@ -4,14 +4,19 @@ THOROUGH_FACTOR times the examples from a seed that is printed, stored and repla
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gpt2_conformance import spec
 from gpt2_conformance.runtime import strategies
+
+TESTS_DIR = os.path.dirname(__file__)
 
 
 def _drawn(thorough: bool, seed: int | None) -> list[int]:
@@ -66,6 +71,49 @@ def test_thorough_run_stores_and_prints_its_seed(tmp_path):
     assert "seed 1234; replay with --thorough --seed 1234" in out.stdout, out.stdout + out.stderr
     report = json.loads((tmp_path / "gpt2-conformance-numpy-cpu.json").read_text())
     assert report["environment"]["draws"] == {"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR,
-                                              "seed": 1234, "replay": "--thorough --seed 1234"}
+                                              "seed": 1234, "replay": "--thorough --seed 1234", "shrink": True}
     exact = next(c for c in report["clauses"] if c["id"] == "LOOKUP-EXACT")
     assert exact["status"] == "PASS", exact
+
+
+def _first_failure(shrink: bool) -> int:
+    """The example a failing drawn test reports, with or without the shrink phase."""
+    saved = strategies.MODE.shrink
+    strategies.MODE.shrink = shrink
+    reported = []
+    try:
+        @strategies.suite_settings(max_examples=50)
+        @given(st.integers(0, 10**9))
+        def test(x):
+            reported.append(x)
+            assert x < 1000
+
+        with pytest.raises(AssertionError):
+            test()
+    finally:
+        strategies.MODE.shrink = saved
+    return reported[-1]  # hypothesis replays the example it reports last
+
+
+def test_no_shrink_reports_the_first_failing_example_and_still_fails():
+    """--gpt2c-no-shrink: the test fails all the same, on the example first drawn, not the minimal one."""
+    assert _first_failure(shrink=True) == 1000
+    unshrunk = _first_failure(shrink=False)
+    assert unshrunk > 1000, unshrunk
+
+
+def test_no_shrink_run_is_stored_and_replayed(tmp_path):
+    """`run --no-shrink`: the same FAIL, the report stores the mode, the repro line keeps it."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
+    case = "test_positions.py::test_offset_positions"
+    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "helpers.mutants:OffsetTwice",
+                          "--no-shrink", "--case", case, "--report-dir", str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 1, out.stdout + out.stderr
+    (path,) = tmp_path.glob("*.json")
+    report = json.loads(path.read_text())
+    assert report["environment"]["draws"] == {"mode": "default", "derandomized": True, "shrink": False}
+    clause = next(c for c in report["clauses"] if c["id"] == "POSITIONS-OFFSET")
+    assert clause["status"] == "FAIL", clause
+    (test,) = clause["tests"]
+    assert test["repro"] == f"gpt2-conformance run --adapter helpers.mutants:OffsetTwice --no-shrink --case {case}"  # shlex.quote leaves it bare

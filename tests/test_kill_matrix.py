@@ -236,13 +236,16 @@ def test_value_defects_fail_few_clauses():
     assert mean < 4, mean
 
 
-def _judged(spec: str, monkeypatch):
+def _judged(spec: str, monkeypatch, shrink: bool = False):
     """The suite on a mutant in a fresh child process, as `gpt2-conformance run --adapter` judges
     it: a verdict that cannot depend on what earlier tests left in this process (an xdist worker
     runs many). A mutant that reads memory it does not own (StridesIgnored read past a view's end
-    until it copied those views) would otherwise see what earlier runs left in this heap."""
+    until it copied those views) would otherwise see what earlier runs left in this heap.
+    Without shrinking (`run --no-shrink`) by default: the kill sets are verdicts, and minimising
+    each failing example was a third of a mutant's run; test_child_and_in_process_verdicts_agree
+    shows the verdicts are the same either way."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
-    return runner.run_backend(spec, adapter_spec=spec)
+    return runner.run_backend(spec, adapter_spec=spec, extra_args=() if shrink else ("--gpt2c-no-shrink",))
 
 
 def _judged_here(factory):
@@ -285,14 +288,19 @@ def test_correct_variant_of_unusual_shape_passes_every_claimed_clause(variant):
 
 def test_child_and_in_process_verdicts_agree(monkeypatch):
     """One mutant, judged as `run --adapter` judges it (a child process, its events file, the
-    crash watch) and in this process: the same verdict per test, and its FAIL messages."""
+    crash watch) and in this process: the same verdict per test, and its FAIL messages. Judged
+    without shrinking (as the kill matrix judges), each test has the same verdict again."""
     name = "NoCacheOffset"  # seven clauses, relations and golden values among them
-    child = _judged(f"helpers.mutants:{name}", monkeypatch)
+    child = _judged(f"helpers.mutants:{name}", monkeypatch, shrink=True)
     here = _judged_here(getattr(mutants, name))
-    assert child.error == here.error == ""
-    assert set(child.failed()) == set(here.failed()) == EXPECTED_KILLS[name]
+    unshrunk = _judged(f"helpers.mutants:{name}", monkeypatch)
+    assert child.error == here.error == unshrunk.error == ""
+    assert set(child.failed()) == set(here.failed()) == set(unshrunk.failed()) == EXPECTED_KILLS[name]
     verdicts = [{t.nodeid: (t.status, t.message) for c in r.clauses for t in c.tests} for r in (child, here)]
     assert verdicts[0] == verdicts[1]
+    statuses = [{t.nodeid: t.status for c in r.clauses for t in c.tests} for r in (child, unshrunk)]
+    assert statuses[0] == statuses[1]
+    assert sum(s == "FAIL" for s in statuses[0].values()) >= 7
 
 
 @pytest.mark.parametrize("framework", list(FRAMEWORK_KILLS))

@@ -45,6 +45,8 @@ def add_parser(sub) -> None:
     run.add_argument("--thorough", action="store_true", help="10x the examples, drawn from a random seed that "
                      "is printed and stored in the report (the default draws are derandomized: a repeatable gate)")
     run.add_argument("--seed", type=int, help="with --thorough: replay the draws of the run that printed this seed")
+    run.add_argument("--no-shrink", action="store_true", help="report each failing example as first drawn, not "
+                     "minimised: the same verdicts, sooner where clauses fail")
     run.add_argument("--case", action="append", default=[], metavar="NODEID",
                      help="run only this test (repeatable): the nodeid a report's repro line names")
     run.add_argument("--verbose", action="store_true", help="show the frameworks' own output (TensorFlow's "
@@ -153,7 +155,8 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResul
 
 def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) -> res.SuiteResult:
     log = console.log_path(log_dir, name, args.device)
-    draws = ["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []
+    draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + \
+        (["--gpt2c-no-shrink"] if args.no_shrink else [])
     cases = [arg for case in args.case for arg in ("--gpt2c-case", case)]
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
                                 checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=not args.case,
@@ -161,6 +164,7 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) ->
     result.environment["draws"] = ({"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR, "seed": args.seed,
                                     "replay": f"--thorough --seed {args.seed}"} if args.thorough
                                    else {"mode": "default", "derandomized": True})
+    result.environment["draws"]["shrink"] = not args.no_shrink
     result.environment.setdefault("implementation", name)
     result.environment["log"] = os.path.basename(log)  # beside the reports; the report names no folder
     result.log_path = log
@@ -180,7 +184,8 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
     target = f"--adapter {shlex.quote(_spec_of(name, args))}" if _spec_of(name, args) else f"--backend {shlex.quote(name)}"
     options = "".join([f" --device {args.device}" if args.device != "cpu" else "",
                        f" --checkpoint {shlex.quote(args.checkpoint)}" if args.checkpoint else "",
-                       f" --thorough --seed {args.seed}" if args.thorough else ""])
+                       f" --thorough --seed {args.seed}" if args.thorough else "",
+                       " --no-shrink" if args.no_shrink else ""])
     for clause in result.clauses:
         for test in clause.tests:
             if test.outcome == "failed":  # the node id from the suite's own folder: it replays from any directory

@@ -67,6 +67,7 @@ def _set_draw_mode(config) -> None:
     if chosen is not None and not thorough:
         raise pytest.UsageError("gpt2-conformance: --gpt2c-seed replays a thorough run: add --gpt2c-thorough")
     strategies.MODE.thorough = thorough
+    strategies.MODE.shrink = not config.getoption("--gpt2c-no-shrink", False)
     strategies.MODE.seed = (chosen if chosen is not None else random.randrange(2**32)) if thorough else None
 
 

@@ -138,6 +138,7 @@ class DrawMode:
 
     thorough: bool = False
     seed: int | None = None  # thorough: the seed of the draws, printed and stored in the report
+    shrink: bool = True  # minimise a failing example (hypothesis' shrink phase); off: the first one found
 
 
 MODE = DrawMode()
@@ -149,11 +150,14 @@ def suite_settings(max_examples: int = 25):
     examples from MODE.seed (the hypothesis seed the runner passes; the same seed replays the same
     draws). Function-scoped fixtures are fine: the suite's adapters are read-only inside a @given
     test."""
-    from hypothesis import HealthCheck, seed, settings
+    from hypothesis import HealthCheck, Phase, seed, settings
 
     examples = max_examples * (THOROUGH_FACTOR if MODE.thorough else 1)
+    # without the shrink phase a test that fails still fails (its first failing example is
+    # replayed and raised), only sooner: shrinking is most of a failing implementation's run
+    phases = tuple(Phase) if MODE.shrink else tuple(p for p in Phase if p is not Phase.shrink)
     chosen = settings(max_examples=examples, derandomize=not MODE.thorough, database=None, deadline=None,
-                      print_blob=False,
+                      print_blob=False, phases=phases,
                       suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                              HealthCheck.data_too_large, HealthCheck.large_base_example])
     if not MODE.thorough:
