@@ -32,16 +32,18 @@ def missing(name: str) -> str | None:
 
 
 def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT, reproductions: bool = False,
-          shards: int | None = None) -> tuple[res.SuiteResult, list, str]:
+          shards: int | None = None, shrink: bool = True) -> tuple[res.SuiteResult, list, str]:
     """(result with waivers applied, the waivers, the implementation string) for one name. With
     `reproductions`, its upstream reproduction scripts run too (gpt2_conformance.upstream): a
     waiver whose reproduction no longer reproduces is stale. `shards`: child processes for the
     suite (default: one per core; 1 where the cores are busy already, as in a parallel test run,
-    since each shard imports the framework and builds the model again)."""
+    since each shard imports the framework and builds the model again). `shrink=False`: failing
+    examples as first drawn (run --no-shrink), the same verdicts sooner."""
     entry = registry.builtin()[name]
     factory = registry.resolve(name)
     waiver_list = waivers.load(entry.waivers_path())
-    result = runner.run_backend(name, "cpu", timeout, shards=shards or cores())
+    result = runner.run_backend(name, "cpu", timeout, shards=shards or cores(),
+                                extra_args=() if shrink else ("--gpt2c-no-shrink",))
     fixed = causes.fixed_clauses(causes.reproduce(name, jobs=cores())) if reproductions else {}
     waivers.apply(result, waiver_list, fixed)
     return result, waiver_list, factory.implementation()
