@@ -94,29 +94,9 @@ class NumpyAdapter(Adapter):
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
         self._dtype = self.framework_dtype(_NUMPY_DTYPES)
-        self._wte = self._wpe = None  # zeros until loaded or drawn, made on first use
-
-    # A new adapter's tables are zeros, but most are loaded or drawn at once: making 154 MB of
-    # zeros only to drop them cost the suite 1.5 s a run. They are made where first read.
-    @property
-    def wte(self) -> np.ndarray:
-        if self._wte is None:
-            self._wte = np.zeros((gpt2.N_VOCAB, self.config.n_embd), self._dtype)
-        return self._wte
-
-    @wte.setter
-    def wte(self, table: np.ndarray) -> None:
-        self._wte = table
-
-    @property
-    def wpe(self) -> np.ndarray:
-        if self._wpe is None:
-            self._wpe = np.zeros((gpt2.N_CTX, self.config.n_embd), self._dtype)
-        return self._wpe
-
-    @wpe.setter
-    def wpe(self, table: np.ndarray) -> None:
-        self._wpe = table
+        d = config.n_embd
+        self.wte = np.zeros((gpt2.N_VOCAB, d), self._dtype)
+        self.wpe = np.zeros((gpt2.N_CTX, d), self._dtype)
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
