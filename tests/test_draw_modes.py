@@ -3,6 +3,7 @@ THOROUGH_FACTOR times the examples from a seed that is printed, stored and repla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,20 +20,29 @@ from gpt2_conformance.runtime import strategies
 TESTS_DIR = os.path.dirname(__file__)
 
 
+@contextlib.contextmanager
+def _mode(**fields):
+    """strategies.MODE with `fields` set, put back after."""
+    saved = {name: getattr(strategies.MODE, name) for name in fields}
+    for name, value in fields.items():
+        setattr(strategies.MODE, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(strategies.MODE, name, value)
+
+
 def _drawn(thorough: bool, seed: int | None) -> list[int]:
     """The values one drawn test sees under a mode."""
-    saved = strategies.MODE.thorough, strategies.MODE.seed
-    strategies.MODE.thorough, strategies.MODE.seed = thorough, seed
     seen = []
-    try:
+    with _mode(thorough=thorough, seed=seed):
         @strategies.suite_settings(max_examples=5)
         @given(st.integers(0, 10**9))
         def test(x):
             seen.append(x)
 
         test()
-    finally:
-        strategies.MODE.thorough, strategies.MODE.seed = saved
     return seen
 
 
@@ -78,10 +88,8 @@ def test_thorough_run_stores_and_prints_its_seed(tmp_path):
 
 def _first_failure(shrink: bool) -> int:
     """The example a failing drawn test reports, with or without the shrink phase."""
-    saved = strategies.MODE.shrink
-    strategies.MODE.shrink = shrink
     reported = []
-    try:
+    with _mode(shrink=shrink):
         @strategies.suite_settings(max_examples=50)
         @given(st.integers(0, 10**9))
         def test(x):
@@ -90,8 +98,6 @@ def _first_failure(shrink: bool) -> int:
 
         with pytest.raises(AssertionError):
             test()
-    finally:
-        strategies.MODE.shrink = saved
     return reported[-1]  # hypothesis replays the example it reports last
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpt2_conformance.runtime.numerics import first_index
+
 _POLY = 0x82F63B78  # crc32c, reflected
 _MASK_DELTA = 0xA282EAD8
 
@@ -172,7 +174,7 @@ def compare(table: np.ndarray, reference: np.ndarray) -> Difference:
     n = int(differ.sum())
     if not n:
         return Difference(0, differ.size, 0.0, None, None, None)
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), differ.shape))  # the first, in C order
+    idx = first_index(differ)
     with np.errstate(invalid="ignore"):
         diff = np.abs(a[differ].astype(np.float64) - r[differ].astype(np.float64))
     worst = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")

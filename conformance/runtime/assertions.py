@@ -12,6 +12,7 @@ import numpy as np
 
 from gpt2_conformance.api.gpt2 import N_VOCAB
 from gpt2_conformance.runtime.calls import describe_call, describe_ids  # noqa: F401 - the tests' one import
+from gpt2_conformance.runtime.numerics import first_index, float64_chunks
 
 
 def as_array(out, call: str) -> np.ndarray:
@@ -45,20 +46,12 @@ def _num(x) -> str:
     return f"{float(x):.9g}"
 
 
-def _first(mask: np.ndarray) -> tuple[int, ...]:
-    """The first True element's index in C order (argwhere's first row, without building all
-    of them: for a [V, d] table that differs everywhere, 0.6 GB of indices)."""
-    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
-
-
-def _max_abs_diff(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> float:
-    """np.nanmax(|a - b|) in float64 where some difference is finite, else NaN: a chunk at a
-    time (float64 copies of two [V, d] tables would cost more than the comparison)."""
-    a, b = a.reshape(-1), b.reshape(-1)
+def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """np.nanmax(|a - b|) in float64 where some difference is finite, else NaN, a chunk at a time."""
     worst, finite = -np.inf, False
     with np.errstate(invalid="ignore"):
-        for start in range(0, a.size, chunk):
-            diff = np.abs(a[start:start + chunk].astype(np.float64) - b[start:start + chunk].astype(np.float64))
+        for x, y in float64_chunks(a, b):
+            diff = np.abs(x - y)
             finite = finite or bool(np.isfinite(diff).any())
             if not np.isnan(diff).all():
                 worst = max(worst, float(np.nanmax(diff)))
@@ -78,7 +71,7 @@ def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h
     bits = np.dtype(f"u{a.dtype.itemsize}")
     differ = a.view(bits) != np.ascontiguousarray(expected).view(bits)
     if differ.any():
-        idx = _first(differ)
+        idx = first_index(differ)
         worst = _max_abs_diff(a, np.ascontiguousarray(expected))
         extra = f" ({note})" if note else ""
         raise AssertionError(

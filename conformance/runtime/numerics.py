@@ -29,6 +29,21 @@ def gamma(n: int, u: float) -> float:
     return n * u / (1 - n * u)
 
 
+def first_index(mask: np.ndarray) -> tuple[int, ...]:
+    """The first True element's index in C order: argwhere's first row, without building all of
+    them (for a [V, d] table that differs everywhere, 0.6 GB of indices)."""
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+
+
+def float64_chunks(*arrays: np.ndarray, size: int = 1 << 20):
+    """The arrays (of one size) flattened and converted to float64 `size` elements at a time, as
+    tuples of chunks: float64 copies of whole [V, d] tables cost more than what is computed on
+    them (fresh memory is slow on these machines)."""
+    flats = [a.reshape(-1) for a in arrays]
+    for start in range(0, flats[0].size, size):
+        yield tuple(f[start:start + size].astype(np.float64) for f in flats)
+
+
 def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
     """float32 values rounded to nearest-even at `bits` fraction bits (float32's exponent range
     kept): bfloat16 at 7 bits, TF32 (the tensor-core float32 matmul mode) at 10."""

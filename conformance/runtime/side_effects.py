@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpt2_conformance.runtime.numerics import first_index
+
 KEPT_OUTPUTS = 4  # answers watched: a reused buffer shows at the next call of its shape
 # ...holding at most this many bytes (each answer and its copy; the newest answer always):
 # one gradients() answer at d = 768 and the small ones. Four [V, d] answers kept alive by the
@@ -52,7 +54,7 @@ def describe_change(name: str, saved: np.ndarray, now: np.ndarray, after: str, o
     if saved.ndim == 0:
         return f"{name}{of} was {saved.item()!r}, after {after} it is {now.item()!r}"
     differ = _differ(saved, now)
-    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), differ.shape))  # the first, in C order
+    index = first_index(differ)
     text, cols = _window(saved, index)
     was, now_values = _values(saved[index[:-1]][cols]), _values(now[index[:-1]][cols])
     return (f"{name}[{text}]{of} was {was}, after {after} it is {now_values} "

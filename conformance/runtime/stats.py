@@ -19,12 +19,13 @@ from statistics import NormalDist
 
 import numpy as np
 
+from gpt2_conformance.runtime.numerics import float64_chunks
+
 CLAUSE_FALSE_ALARM = 1e-6
 TESTS_PER_TABLE = 4
 ALPHA_PER_TEST = CLAUSE_FALSE_ALARM / TESTS_PER_TABLE
 Z_TWO_SIDED = NormalDist().inv_cdf(1 - ALPHA_PER_TEST / 2)  # about 5.15
 KS_SAMPLE = 1 << 20  # KS on an evenly strided sample of at most this many values
-CHUNK = 1 << 20  # values converted to float64 at a time for the moments
 TAIL_Z = 3.0
 TAIL_P = 2 * (1 - NormalDist().cdf(TAIL_Z))  # P(|X| > 3 sigma) = 0.0026998
 
@@ -51,12 +52,11 @@ def _normal_cdf(x: np.ndarray) -> np.ndarray:
 
 
 def _sums(flat: np.ndarray, limit: float) -> tuple[float, float, int]:
-    """(sum, sum of squares, count of |x| > limit) in float64, a chunk at a time: a float64 copy
-    of wte (309 MB) and two temporaries its size cost more than the sums (fresh memory is slow)."""
+    """(sum, sum of squares, count of |x| > limit) in float64, a chunk at a time (not a 309 MB
+    float64 copy of wte and two temporaries its size)."""
     total = squares = 0.0
     beyond = 0
-    for start in range(0, flat.size, CHUNK):
-        chunk = flat[start:start + CHUNK].astype(np.float64)
+    for (chunk,) in float64_chunks(flat):
         total += float(chunk.sum())
         squares += float(np.dot(chunk, chunk))
         beyond += int(np.count_nonzero(np.abs(chunk) > limit))
