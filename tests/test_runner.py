@@ -161,3 +161,23 @@ def test_a_suite_bug_is_an_error_not_the_adapters_fail():
     assert "5 suite error(s) (not the implementation's)" in report.scorecard(result)
     junit = ET.fromstring(report.to_junit(result))
     assert junit.get("errors") == "5" and junit.get("failures") == "0"
+
+
+def test_a_pytest_plugin_installed_beside_the_suite_cannot_change_a_verdict(tmp_path, monkeypatch):
+    """An autoloaded pytest plugin of the environment (here one that fails every test it sees,
+    installed as a distribution with a pytest11 entry point) is not loaded by the verdict children:
+    they load runner.CHILD_PLUGINS only, so the verdict is the suite's alone."""
+    (tmp_path / "spoil_every_test.py").write_text(
+        "def pytest_runtest_call(item):\n    raise AssertionError('spoilt by a plugin of the environment')\n")
+    info = tmp_path / "spoil_every_test-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spoil-every-test\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nspoil = spoil_every_test\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ["PYTHONPATH"]]))
+    spoilt = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p",
+                             "no:cacheprovider", "--gpt2c-backend", "numpy", *SUBSET], capture_output=True, text=True)
+    assert "spoilt by a plugin of the environment" in spoilt.stdout  # the plugin is live in a plain pytest
+    result = runner.run_backend("numpy", extra_args=SUBSET)
+    assert result.error == ""
+    for clause in ("POSITIONS-DECODE", "SHAPE-EMPTY", "TIED-NO-BIAS"):
+        assert _status(result, clause).status == res.PASS, _status(result, clause).message

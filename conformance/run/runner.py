@@ -33,6 +33,14 @@ SUITE = "gpt2_conformance.suite"
 DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
 HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeout) before the watchdog
                   # kills a child stuck in native code, where pytest-timeout's signal cannot reach
+# The only pytest plugins a verdict child loads (PYTEST_DISABLE_PLUGIN_AUTOLOAD): the suite's options,
+# its event writer, pytest-timeout and hypothesis' own. Whatever else the environment has installed
+# (anyio, typeguard, jaxtyping, pytest-randomly, ...) can neither reorder nor change a verdict, nor
+# cost its start-up: pytest rewrites the asserts of every module of an autoloaded plugin's
+# distribution (166 modules here: hypothesis, anyio, typeguard, ...), again in every child where
+# bytecode is not written (PYTHONDONTWRITEBYTECODE), about 2 s per child.
+CHILD_PLUGINS = ("gpt2_conformance.pytest_plugin", "gpt2_conformance.run.events", "pytest_timeout",
+                 "_hypothesis_pytestplugin")
 
 
 class _Collector:
@@ -131,7 +139,8 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     target = ["--gpt2c-adapter", adapter_spec] if adapter_spec else ["--gpt2c-backend", name]
     golden = ["--gpt2c-checkpoint", checkpoint] if checkpoint else []
     # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
-    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "-s", "--tb=short", "-p", "gpt2_conformance.run.events",
+    plugins = [a for p in CHILD_PLUGINS for a in ("-p", p)]
+    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "-s", "--tb=short", *plugins,
             "--gpt2c-device", device, *target, *golden, *extra_args]
     start = time.perf_counter()
     hang_grace = min(hang_grace, test_timeout)
@@ -170,7 +179,7 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
     the rest."""
-    env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
+    env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     out = _Passes()
     clauses: dict[str, str] | None = None  # nodeid -> clause of every test, from the first collection
     with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:
