@@ -65,7 +65,7 @@ def add_parser(subparsers) -> None:
                    help="where bench-results.json (raw), bench.json, bench.md, bench.png and bench-decode-step.png go")
     p.add_argument("--compare", metavar="BASELINE.json", help="pytest-benchmark JSON to compare medians with")
     p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT",
-                   help="with --compare: exit 1 if a median regressed by more than PCT percent (default 10)")
+                   help="with --compare: exit 1 if a median regressed by more than PCT percent, beyond both runs' spread; rows whose own spread or page faults are too large to tell are listed as UNJUDGEABLE (default 10)")
     p.add_argument("--malloc", choices=tuple(MALLOC_ENV), default="retain",
                    help="retain (default): run each backend with glibc's MALLOC_MMAP_THRESHOLD_ and "
                         "MALLOC_TRIM_THRESHOLD_ fixed, so a freed output stays in the heap and every mode is timed in "
@@ -224,7 +224,7 @@ def run(args) -> int:
         code = 1
     elif args.compare:
         with open(paths["json"]) as f:
-            current = compare_mod.medians(json.load(f))
+            current = compare_mod.timed(json.load(f))
         regressions, changes, missing, new = compare_mod.compare(compare_mod.load(args.compare), current,
                                                                  args.fail_above)
         print(compare_mod.report(regressions, changes, missing, new, args.fail_above))

@@ -2,7 +2,19 @@
 
 BASELINE is any pytest-benchmark JSON (a previous `bench` run, or
 `pytest tests/benchmarks --run-bench --benchmark-json=...`). Benchmarks are matched by
-fullname (then by name); a workload regressed when its median grew by more than PCT percent.
+fullname (then by name). A change is judged against the spread of both runs, not by the
+medians alone, because two runs of the same code on an idle machine differ by more than a
+typical threshold (issue: a row moved 4.8x between runs):
+
+- REGRESSED: the median grew by more than PCT percent, and the middle halves of the two runs'
+  samples do not overlap (this run's first quartile is above the baseline's third): the change
+  is beyond both runs' spread.
+- UNJUDGEABLE (never fails, always said): a run's own spread (IQR / median) is wider than PCT,
+  so a PCT change cannot be told from noise; or a run took >= FAULTS_UNJUDGEABLE page faults per
+  timed call, so its time is the kernel's handing out fresh memory (on virtual machines
+  microseconds a page, and different in every process), not the code's.
+- ok: anything else, within the spread included.
+
 Benchmarks present on only one side are listed, never failed.
 """
 
@@ -11,61 +23,119 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+# 64 fresh pages (256 KiB) per call: at the ~6 ms per MB these virtual machines charge for fresh
+# memory that is ~1.5 ms, more than most rows' whole median
+FAULTS_UNJUDGEABLE = 64
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One benchmark of one run: its median and quartiles (seconds), faults per timed call."""
+
+    median: float
+    q1: float
+    q3: float
+    faults: float | None = None
+
+    @property
+    def spread_pct(self) -> float:
+        return 100.0 * (self.q3 - self.q1) / self.median if self.median else 0.0
+
 
 @dataclass(frozen=True)
 class Change:
     name: str
-    baseline_median: float
-    median: float
+    baseline: Timed
+    current: Timed
+    verdict: str  # "ok", "REGRESSED" or "UNJUDGEABLE"
+    why: str = ""
 
     @property
     def pct(self) -> float:
-        return 100.0 * (self.median - self.baseline_median) / self.baseline_median
+        return 100.0 * (self.current.median - self.baseline.median) / self.baseline.median
+
+    @property
+    def baseline_median(self) -> float:
+        return self.baseline.median
+
+    @property
+    def median(self) -> float:
+        return self.current.median
 
 
-def medians(data: dict) -> dict[str, float]:
-    """{fullname: median seconds} of a pytest-benchmark JSON document."""
+def timed(data: dict) -> dict[str, Timed]:
+    """{fullname: Timed} of a pytest-benchmark JSON document (quartiles default to the median
+    where a writer left them out; faults from gpt2-conformance's extra_info where present)."""
     out = {}
     for b in data.get("benchmarks", []):
-        out[b.get("fullname") or b["name"]] = float(b["stats"]["median"])
+        stats = b["stats"]
+        median = float(stats["median"])
+        faults = (b.get("extra_info") or {}).get("minor_faults_per_call")
+        out[b.get("fullname") or b["name"]] = Timed(median, float(stats.get("q1", median)),
+                                                    float(stats.get("q3", median)),
+                                                    None if faults is None else float(faults))
     return out
 
 
-def load(path: str) -> dict[str, float]:
+def load(path: str) -> dict[str, Timed]:
     with open(path) as f:
-        return medians(json.load(f))
+        return timed(json.load(f))
 
 
-def compare(baseline: dict[str, float], current: dict[str, float], fail_above: float
+def judge(name: str, baseline: Timed, current: Timed, fail_above: float) -> Change:
+    """One benchmark's verdict (module docstring)."""
+    for run, t in (("baseline", baseline), ("this run", current)):
+        if t.faults is not None and t.faults >= FAULTS_UNJUDGEABLE:
+            return Change(name, baseline, current, "UNJUDGEABLE",
+                          f"{run} took {t.faults:,.0f} page faults per call (>= {FAULTS_UNJUDGEABLE}): it timed "
+                          "fresh memory, not the code")
+        if t.spread_pct > fail_above:
+            return Change(name, baseline, current, "UNJUDGEABLE",
+                          f"{run}'s own spread (IQR) is {t.spread_pct:.0f}% of its median, wider than "
+                          f"+{fail_above:g}%")
+    change = Change(name, baseline, current, "ok")
+    if change.pct > fail_above:
+        if current.q1 > baseline.q3:
+            return Change(name, baseline, current, "REGRESSED", "beyond both runs' spread")
+        return Change(name, baseline, current, "ok", "within the two runs' spread (their middle halves overlap)")
+    return change
+
+
+def compare(baseline: dict[str, Timed], current: dict[str, Timed], fail_above: float
             ) -> tuple[list[Change], list[Change], list[str], list[str]]:
-    """(regressions beyond fail_above, all matched changes, only in baseline, only in current)."""
+    """(regressions, all matched changes, only in baseline, only in current)."""
     def short(key: str) -> str:
         return key.split("::")[-1]
 
     base_by_short = {short(k): v for k, v in baseline.items()}
     changes, matched = [], set()
-    for key, med in current.items():
+    for key, now in current.items():
         base = baseline.get(key, base_by_short.get(short(key)))
         if base is None:
             continue
         matched.add(short(key))
-        changes.append(Change(short(key), base, med))
-    regressions = [c for c in changes if c.pct > fail_above]
+        changes.append(judge(short(key), base, now, fail_above))
+    regressions = [c for c in changes if c.verdict == "REGRESSED"]
     missing = sorted(k for k in base_by_short if k not in matched)
     new = sorted(short(k) for k in current if short(k) not in matched)
     return regressions, changes, missing, new
 
 
 def report(regressions, changes, missing, new, fail_above: float) -> str:
-    lines = [f"compare: {len(changes)} workloads matched the baseline; fail above +{fail_above:g}% (median)"]
+    unjudgeable = [c for c in changes if c.verdict == "UNJUDGEABLE"]
+    lines = [f"compare: {len(changes)} workloads matched the baseline; a median more than +{fail_above:g}% "
+             "slower fails where it is beyond both runs' spread"]
     for c in sorted(changes, key=lambda c: -c.pct):
-        flag = "REGRESSED" if c in regressions else "ok"
-        lines.append(f"  {flag:9s} {c.name}: {c.baseline_median * 1e3:.3f} ms -> {c.median * 1e3:.3f} ms "
-                     f"({c.pct:+.1f}%)")
+        spreads = f"IQR {c.baseline.spread_pct:.0f}% -> {c.current.spread_pct:.0f}%"
+        lines.append(f"  {c.verdict:11s} {c.name}: {c.baseline_median * 1e3:.3f} ms -> {c.median * 1e3:.3f} ms "
+                     f"({c.pct:+.1f}%, {spreads}){': ' + c.why if c.why else ''}")
     if missing:
         lines.append(f"  not measured now (in the baseline only): {', '.join(missing)}")
     if new:
         lines.append(f"  new (not in the baseline): {', '.join(new)}")
+    if unjudgeable:
+        lines.append(f"compare: {len(unjudgeable)} of {len(changes)} rows could not be judged (see UNJUDGEABLE): "
+                     "they pass, but they say nothing either way")
     if regressions:
         lines.append("compare: FAILED: " + "; ".join(f"{c.name} {c.pct:+.1f}%" for c in regressions))
     return "\n".join(lines)

@@ -1,7 +1,11 @@
 """The regression gate (`bench --compare BASELINE.json --fail-above PCT`): a 20% slower median
-fails at 10 and passes at 30, faster is never a regression, unmatched workloads are listed."""
+beyond both runs' spread fails at 10 and passes at 30, faster is never a regression, a run
+compared with itself passes, a row too noisy or faulting to judge is said to be so and passes,
+unmatched workloads are listed."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -15,12 +19,56 @@ def test_gate_fails_a_20_percent_regression_at_10_and_passes_it_at_30(tmp_path):
     baseline, current = compare.load(base["json"]), compare.load(now["json"])
     regressions, changes, missing, new = compare.compare(baseline, current, 10)
     assert [c.pct for c in regressions] == [pytest.approx(20.0)]
-    assert "REGRESSED" in compare.report(regressions, changes, missing, new, 10)
-    assert "test_forward_prefill[numpy-suite-B8-T1024-d768]" in compare.report(regressions, changes, missing, new, 10)
+    text = compare.report(regressions, changes, missing, new, 10)
+    assert "REGRESSED" in text and "test_forward_prefill[numpy-suite-B8-T1024-d768]" in text
     assert compare.compare(baseline, current, 30)[0] == []
     assert compare.compare(current, baseline, 10)[0] == []  # faster is never a regression
 
 
+def _timed(median, spread=0.02, faults=0.0):
+    return compare.Timed(median, median * (1 - spread / 2), median * (1 + spread / 2), faults)
+
+
+def test_a_run_compared_with_itself_passes_whatever_its_rows(tmp_path):
+    _, paths = write_outputs(tmp_path, [child_result(median=0.010, modes=("suite", "fancy"))])
+    same = compare.load(paths["json"])
+    regressions, changes, _, _ = compare.compare(same, same, 10)
+    assert regressions == [] and len(changes) == 2 and all(c.pct == 0 for c in changes)
+    noisy = {"a::x": _timed(0.010, spread=0.5), "a::y": _timed(0.010, faults=6145)}
+    assert compare.compare(noisy, noisy, 10)[0] == []
+
+
+def test_a_change_within_both_runs_spread_is_not_a_regression():
+    """+10.2% of the median at a 10% gate, but each run's middle half spans 9.9% of its median:
+    the two middle halves overlap, so the change is within the runs' spread."""
+    change = compare.judge("x", _timed(0.010, spread=0.099), _timed(0.0102 * 1.0, spread=0.099), 10)
+    assert change.verdict == "ok"
+    change = compare.judge("x", _timed(0.010, spread=0.099), _timed(0.01102, spread=0.099), 10)
+    assert change.verdict == "ok" and "overlap" in change.why
+    change = compare.judge("x", _timed(0.010), _timed(0.01102), 10)  # tight runs: the same +10.2% fails
+    assert change.verdict == "REGRESSED"
+
+
+def test_a_row_too_noisy_or_faulting_to_judge_is_said_so_and_passes():
+    """The issue's own example: 1.194 ms -> 7.240 ms with 102 -> 3,585 faults per call."""
+    faulting = compare.judge("jax-flag", _timed(0.001194, faults=102), _timed(0.007240, faults=3585), 10)
+    assert faulting.verdict == "UNJUDGEABLE" and "page faults per call" in faulting.why
+    noisy = compare.judge("x", _timed(0.010, spread=0.25), _timed(0.013), 10)
+    assert noisy.verdict == "UNJUDGEABLE" and "IQR" in noisy.why and "25%" in noisy.why
+    regressions, changes, missing, new = compare.compare({"a::x": _timed(0.010, spread=0.25)},
+                                                         {"a::x": _timed(0.013)}, 10)
+    assert regressions == []
+    assert "1 of 1 rows could not be judged" in compare.report(regressions, changes, missing, new, 10)
+
+
 def test_gate_lists_unmatched_workloads_without_failing():
-    regressions, changes, missing, new = compare.compare({"a::x": 1.0}, {"a::y": 5.0}, 10)
+    regressions, changes, missing, new = compare.compare({"a::x": _timed(1.0)}, {"a::y": _timed(5.0)}, 10)
     assert regressions == [] and changes == [] and missing == ["x"] and new == ["y"]
+
+
+def test_a_baseline_without_quartiles_is_judged_on_its_median(tmp_path):
+    """Any pytest-benchmark JSON is a baseline; one without q1/q3 has no spread to allow."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"benchmarks": [{"name": "x", "fullname": "t::x", "stats": {"median": 0.010}}]}))
+    regressions, _, _, _ = compare.compare(compare.load(str(path)), {"t::x": _timed(0.012)}, 10)
+    assert [c.name for c in regressions] == ["x"]
