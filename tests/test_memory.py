@@ -59,3 +59,25 @@ def test_a_table_sized_block_comes_from_the_heap_in_a_child():
     plain = {k: v for k, v in os.environ.items() if k not in memory.CHILD_ENV}
     assert _mmapped_bytes(plain) >= 200 << 20
     assert _mmapped_bytes(memory.child_env(plain)) == 0
+
+
+def test_a_failed_suite_tests_frames_are_freed_before_the_next_test():
+    """The suite's hook frees what a failed test's traceback frames hold (a reference cycle) before
+    the next test, not whenever the cyclic collector would run (disabled here, so only the hook can
+    free it; without its collection the array is still alive at the next call)."""
+    import gc
+
+    from gpt2_conformance.run.runner import run_in_process
+    from helpers.bad_adapters import FailsHoldingAnArray
+
+    cases = ["test_lookup.py::test_zero_tables_give_zero", "test_lookup.py::test_exact_sum_in_every_layout[C]"]
+    FailsHoldingAnArray.held.clear()
+    FailsHoldingAnArray.alive_at_call.clear()
+    gc.disable()
+    try:
+        result = run_in_process(FailsHoldingAnArray, "fails-holding", extra_args=[a for c in cases for a in ("--gpt2c-case", c)])
+    finally:
+        gc.enable()
+    assert sorted(result.failed()) == ["LOOKUP-EXACT", "LOOKUP-NO-EXTRA"]
+    assert FailsHoldingAnArray.alive_at_call == [0, 0], FailsHoldingAnArray.alive_at_call
+    assert gc.get_freeze_count() == 0  # the run froze what it imported (hooks.pytest_collection_finish), and thawed it

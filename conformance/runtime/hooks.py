@@ -167,8 +167,26 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
+    if getattr(session.config, "_gpt2c_froze_gc", False):
+        import gc
+
+        gc.unfreeze()  # a process that runs the suite in-process collects as before afterwards
     if session.config._gpt2c_waivers and stale_waivers(session.config) and exitstatus == 0:
         session.exitstatus = 1  # as `run`: a stale waiver fails the gate, so the file cannot rot
+
+
+def pytest_collection_finish(session):
+    """Everything imported so far (the frameworks, hypothesis, pytest, the collected tests) lives as
+    long as the run: move it out of the cyclic collector's way (gc.freeze), so the full collection
+    after a failed test (pytest_runtest_logfinish) and the interpreter's own ones walk only what the
+    tests made, not every object of torch or TensorFlow. pytest_sessionfinish hands them back."""
+    import gc
+
+    if not any(item.get_closest_marker("clause") for item in session.items):
+        return  # not a suite run: a project's own tests are left as they are
+    gc.collect()  # garbage so far is freed, not frozen
+    gc.freeze()
+    session.config._gpt2c_froze_gc = True
 
 
 def pytest_runtest_logfinish(nodeid, location):

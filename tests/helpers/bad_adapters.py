@@ -53,3 +53,22 @@ class HangsInLogits(NumpyAdapter):
 
     def logits(self, h_final):
         time.sleep(3600)
+
+
+class FailsHoldingAnArray(NumpyAdapter):
+    """Every embed raises while its frame holds a fresh array (in a reference cycle through the
+    guard's `except ... as exc` frame), and records how many earlier such arrays are still alive:
+    tests/test_memory.py checks that what a failed test's frames hold is freed before the next test."""
+
+    held: list = []  # weakrefs to each failing call's array
+    alive_at_call: list = []  # how many of them were still alive when the next embed came
+
+    def embed(self, ids, past_length=0):
+        import weakref
+
+        import numpy as np
+
+        FailsHoldingAnArray.alive_at_call.append(sum(ref() is not None for ref in self.held))
+        array = np.ones(1 << 20, np.float32)
+        FailsHoldingAnArray.held.append(weakref.ref(array))
+        raise RuntimeError("fails while its frame holds a 4 MB array")
