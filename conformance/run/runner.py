@@ -38,7 +38,7 @@ HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeo
 # (anyio, typeguard, jaxtyping, pytest-randomly, ...) can neither reorder nor change a verdict, nor
 # cost its start-up: pytest rewrites the asserts of every module of an autoloaded plugin's
 # distribution (166 modules here: hypothesis, anyio, typeguard, ...), again in every child where
-# bytecode is not written (PYTHONDONTWRITEBYTECODE), about 2 s per child.
+# bytecode is not written (PYTHONDONTWRITEBYTECODE): about 4 s of each child on these machines.
 CHILD_PLUGINS = ("gpt2_conformance.pytest_plugin", "gpt2_conformance.run.events", "pytest_timeout",
                  "_hypothesis_pytestplugin")
 
