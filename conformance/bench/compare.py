@@ -54,14 +54,6 @@ class Change:
     def pct(self) -> float:
         return 100.0 * (self.current.median - self.baseline.median) / self.baseline.median
 
-    @property
-    def baseline_median(self) -> float:
-        return self.baseline.median
-
-    @property
-    def median(self) -> float:
-        return self.current.median
-
 
 def timed(data: dict) -> dict[str, Timed]:
     """{fullname: Timed} of a pytest-benchmark JSON document (quartiles default to the median
@@ -127,7 +119,7 @@ def report(regressions, changes, missing, new, fail_above: float) -> str:
              "slower fails where it is beyond both runs' spread"]
     for c in sorted(changes, key=lambda c: -c.pct):
         spreads = f"IQR {c.baseline.spread_pct:.0f}% -> {c.current.spread_pct:.0f}%"
-        lines.append(f"  {c.verdict:11s} {c.name}: {c.baseline_median * 1e3:.3f} ms -> {c.median * 1e3:.3f} ms "
+        lines.append(f"  {c.verdict:11s} {c.name}: {c.baseline.median * 1e3:.3f} ms -> {c.current.median * 1e3:.3f} ms "
                      f"({c.pct:+.1f}%, {spreads}){': ' + c.why if c.why else ''}")
     if missing:
         lines.append(f"  not measured now (in the baseline only): {', '.join(missing)}")

@@ -33,6 +33,11 @@ SUITE = "gpt2_conformance.suite"
 DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
 HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeout) before the watchdog
                   # kills a child stuck in native code, where pytest-timeout's signal cannot reach
+# Every suite run, in this process or a child: --tb=native keeps every failure's whole traceback,
+# formatted as Python does; pytest's own styles parse the source file of every traceback entry
+# (hypothesis' included) for each failure, a tenth of a failing implementation's run, for output the
+# verdict never reads (swallowed here, the log in a child)
+SUITE_ARGS = ("--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--tb=native")
 # The only pytest plugins a verdict child loads (PYTEST_DISABLE_PLUGIN_AUTOLOAD): the suite's options,
 # its event writer, pytest-timeout and hypothesis' own. Whatever else the environment has installed
 # (anyio, typeguard, jaxtyping, pytest-randomly, ...) can neither reorder nor change a verdict, nor
@@ -108,7 +113,7 @@ def environment(checkpoint: str | None = None, device: str = "cpu", modules=()) 
 def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=()) -> res.SuiteResult:
     """The suite on `factory` in this process; pytest's own output is swallowed."""
     collector = _Collector()
-    args = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--tb=native", "--gpt2c-device", device, *extra_args]
+    args = [*SUITE_ARGS, "--gpt2c-device", device, *extra_args]
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = __import__("pytest").main(args, plugins=[InjectedFactory(factory, label), collector])
@@ -138,12 +143,9 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     with `echo`; it never reaches the console otherwise."""
     target = ["--gpt2c-adapter", adapter_spec] if adapter_spec else ["--gpt2c-backend", name]
     golden = ["--gpt2c-checkpoint", checkpoint] if checkpoint else []
-    # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's).
-    # --tb=native: the log keeps every failure's whole traceback, formatted as Python does; pytest's own
-    # styles parse the source file of every traceback entry (hypothesis' included) for each failure,
-    # a tenth of a failing implementation's run, for a log the verdict never reads
+    # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
     plugins = [a for p in CHILD_PLUGINS for a in ("-p", p)]
-    base = ["--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "-s", "--tb=native", *plugins,
+    base = [*SUITE_ARGS, "-s", *plugins,
             "--gpt2c-device", device, *target, *golden, *extra_args]
     start = time.perf_counter()
     hang_grace = min(hang_grace, test_timeout)
