@@ -133,7 +133,7 @@ class Runner:
 def native_bench(adapter, device: str):
     """The public native path (conformance/bench/native.py) for the torch reference: the same
     calls as the suite mode, reached as any implementation's hooks are. tests/bench/test_native_hooks.py
-    times it against Runner("suite") to show the path adds nothing."""
+    shows it dispatches the same ATen calls as Runner("suite"): the path adds nothing."""
     from gpt2_conformance.api.bench import NativeBench
 
     model, dev = adapter.model, adapter.device
