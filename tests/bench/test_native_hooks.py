@@ -73,7 +73,9 @@ wte, wpe = tables(768)
 adapter = factory(AdapterConfig(768))
 adapter.load_tables(wte, wpe)
 nb = native.find(adapter, "cpu")
-ids = np.random.default_rng(0).integers(0, 50257, (2, 128)).astype(np.int64)  # int64: every adapter takes it
+# int64: every adapter takes it. T = 16: MLX's CPU head takes ~10 s a call at T = 128, and
+# neither the conversions nor the equality checked depend on T
+ids = np.random.default_rng(0).integers(0, 50257, (2, 16)).astype(np.int64)
 for past in (0, 5, 5):
     t = nb.put(ids)
     nb.sync(nb.logits(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
