@@ -29,7 +29,7 @@ D = gpt2.N_EMBD_SMALL
 
 @pytest.fixture(scope="module")
 def graph():
-    return export.export(D, torch.float32, gpt2_config(D))
+    return export.export(D, "float32")
 
 
 def _consumers(model: onnx.ModelProto, name: str) -> list[onnx.NodeProto]:
@@ -93,7 +93,7 @@ def test_session_gives_the_head_its_own_copy_of_wte(graph, tmp_path):
 
 def test_bfloat16_has_no_cpu_kernel():
     """Why bfloat16 is not claimed: the graph exports, but the CPU provider has no bfloat16 Add."""
-    graph = export.export(D, torch.bfloat16, gpt2_config(D))
+    graph = export.export(D, "bfloat16")
     tables = [np.zeros((gpt2.N_VOCAB, D), np.uint16), np.zeros((gpt2.N_CTX, D), np.uint16)]
     options = ort.SessionOptions()
     options.add_external_initializers([graph.wte_name, graph.wpe_name],
@@ -123,7 +123,7 @@ def test_torchscript_exporter_unties_the_head(tmp_path):
     path = tmp_path / "torchscript.onnx"
     with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(export._EmbedAndHead(model), example, str(path), dynamo=False,
+        torch.onnx.export(export.module(model), example, str(path), dynamo=False,
                           input_names=list(export.INPUTS), output_names=list(export.OUTPUTS))
     exported = onnx.load(str(path))
     tables = {i.name: tuple(i.dims) for i in exported.graph.initializer if len(i.dims) == 2}
@@ -159,15 +159,15 @@ def test_export_is_kept_on_disk_for_the_next_process_and_only_for_its_setup(grap
     monkeypatch.setattr(export, "_CACHE", {})
     calls = []
     made = {"cache": graph, "position_ids": dataclasses.replace(graph, model_bytes=b"another graph")}
-    monkeypatch.setattr(export, "_export", lambda *a: calls.append(a[3]) or made[a[3]])
-    first = export.export(D, torch.float32, gpt2_config(D))
+    monkeypatch.setattr(export, "_export", lambda *a: calls.append(a[2]) or made[a[2]])
+    first = export.export(D, "float32")
     monkeypatch.setattr(export, "_CACHE", {})
-    again = export.export(D, torch.float32, gpt2_config(D))
+    again = export.export(D, "float32")
     assert calls == ["cache"] and again == first == graph
     monkeypatch.setattr(export, "_CACHE", {})
-    other = export.export(D, torch.float32, gpt2_config(D), offset="position_ids")
+    other = export.export(D, "float32", offset="position_ids")
     assert calls == ["cache", "position_ids"] and other.model_bytes != graph.model_bytes
     (tmp_path / f"gpt2-conformance-{__import__('os').getuid()}").chmod(0o777)
     monkeypatch.setattr(export, "_CACHE", {})
-    export.export(D, torch.float32, gpt2_config(D))
+    export.export(D, "float32")
     assert calls == ["cache", "position_ids", "cache"]

@@ -20,7 +20,6 @@ import torch  # noqa: E402
 import tract  # noqa: E402
 
 from gpt2_conformance.api import gpt2  # noqa: E402
-from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config  # noqa: E402
 from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export  # noqa: E402
 from gpt2_conformance.backends.thirdparty.tract_hf.adapter import TractHFAdapter  # noqa: E402
 
@@ -39,11 +38,29 @@ def loaded():
 
 def test_runs_the_onnxruntime_graph_one_model_per_output(loaded):
     adapter, wte, wpe = loaded
-    assert adapter.graph is export.export(D, torch.float32, gpt2_config(D))
+    assert adapter.graph is export.export(D, "float32")
     assert {output: inputs for output, (_, inputs) in adapter.runnables.items()} == {
         output: list(export.INPUTS) for output in export.OUTPUTS}
     ids = np.array([[3, 50256, 0]])
     assert np.array_equal(adapter.embed(ids, 5), wte[ids] + wpe[5:8])
+
+
+def test_a_process_whose_graph_is_on_disk_imports_neither_torch_nor_transformers(loaded):
+    """After a panic the suite restarts its process: with the export on disk (the fixture made
+    it), the new process builds and runs the adapter without torch or transformers, ~6 s a
+    restart here. Checked in a fresh interpreter, where nothing is imported yet."""
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from gpt2_conformance.backends.thirdparty.tract_hf.adapter import TractHFAdapter
+        adapter = TractHFAdapter()
+        adapter.load_tables(np.zeros((50257, 768), np.float32), np.ones((1024, 768), np.float32))
+        assert float(adapter.embed(np.array([[1, 2]]), 3).sum()) == 2 * 768
+        print(sorted(m for m in ("torch", "transformers") if m in sys.modules))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "[]", f"imported {done.stdout.strip()}, but should import neither"
 
 
 def test_negative_ids_wrap_and_int32_is_refused(loaded):

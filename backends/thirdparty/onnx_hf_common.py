@@ -15,8 +15,10 @@ Engines that read an ONNX file (OpenVINO's and tract's ONNX frontends) get the g
 deployed: model.onnx with wte and wpe as external data files beside it (`write_model`), the
 layout the export already describes (each table's location is "<initializer name>.bin").
 
-Only the adapters of these backends import this module, so torch and transformers are imported
-at the top; the suite (conformance/) never imports it.
+Only the adapters of these backends import this module; the suite (conformance/) never imports
+it. torch and transformers are imported where they are used (an export, HF's init, float16
+rounding), not here: a process whose graph is already on disk (export.py) runs without them,
+which matters most to tract-hf, whose every panic restarts the suite's process.
 """
 
 from __future__ import annotations
@@ -26,28 +28,31 @@ import os
 from importlib.metadata import version
 
 import numpy as np
-import torch
-from transformers import GPT2LMHeadModel
 
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig
-from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config
 from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export
-from gpt2_conformance.backends.thirdparty.torch_blackbox import from_numpy
 
-# model dtype -> (torch dtype, numpy dtype the arrays are held in)
-DTYPES = {"float32": (torch.float32, np.float32), "float16": (torch.float16, np.float16)}
+# model dtype -> the numpy dtype its arrays are held in
+DTYPES = {"float32": np.float32, "float16": np.float16}
 MODEL_FILE = "model.onnx"
 
 
 def to_model_dtype(array: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 values rounded as torch's .to(dtype) rounds them (what model.to(dtype) stores)."""
-    torch_dtype, np_dtype = DTYPES[dtype]
-    return from_numpy(np.ascontiguousarray(array)).to(torch_dtype).numpy().astype(np_dtype, copy=False)
+    """float32 values rounded as torch's .to(dtype) rounds them (what model.to(dtype) stores); in
+    float32 that is the values themselves."""
+    if dtype == "float32":
+        return np.ascontiguousarray(array).astype(np.float32, copy=False)
+    import torch
+
+    from gpt2_conformance.backends.thirdparty.torch_blackbox import from_numpy
+
+    tensor = from_numpy(np.ascontiguousarray(array)).to(getattr(torch, dtype))
+    return tensor.numpy().astype(DTYPES[dtype], copy=False)
 
 
 def exported_by() -> str:
     """What made the graph, for implementation(): model, exporter, opset."""
-    return (f"transformers {version('transformers')} GPT2LMHeadModel exported by torch {torch.__version__} "
+    return (f"transformers {version('transformers')} GPT2LMHeadModel exported by torch {version('torch')} "
             f"torch.onnx.export(dynamo=True, onnxscript {version('onnxscript')}), ONNX opset {export.OPSET}, "
             f"onnx {version('onnx')}")
 
@@ -89,9 +94,8 @@ class OnnxHFExportAdapter(Adapter):
             raise ValueError(f"{name}: dtype {config.dtype!r} is not one of {self.capabilities.dtypes}")
         if config.device not in self.capabilities.devices:
             raise ValueError(f"{name}: device {config.device!r} is not one of {self.capabilities.devices}")
-        self.hf_config = gpt2_config(config.n_embd)
-        self.torch_dtype, self.np_dtype = DTYPES[config.dtype]
-        self.graph = export.export(config.n_embd, self.torch_dtype, self.hf_config, self.OFFSET)
+        self.np_dtype = DTYPES[config.dtype]
+        self.graph = export.export(config.n_embd, config.dtype, self.OFFSET)
         self._wte = self._wpe = None  # set by _start, which load_tables / init_tables always call first
 
     # -- the engine ---------------------------------------------------------------
@@ -119,8 +123,13 @@ class OnnxHFExportAdapter(Adapter):
     def init_tables(self, seed):
         """HF's own init (torch.manual_seed, then GPT2LMHeadModel: post_init -> _init_weights,
         tie_weights): the tables an export of that model would hold."""
+        import torch
+        from transformers import GPT2LMHeadModel
+
+        from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config
+
         torch.manual_seed(seed)
-        model = GPT2LMHeadModel(self.hf_config).to(self.torch_dtype)
+        model = GPT2LMHeadModel(gpt2_config(self.config.n_embd)).to(getattr(torch, self.config.dtype))
         wte, wpe = (p.detach().numpy().copy() for p in (model.transformer.wte.weight, model.transformer.wpe.weight))
         self._set_tables(wte, wpe)
 

@@ -23,7 +23,9 @@ Export takes ~10 s, so one graph is kept per (n_embd, dtype, offset) in this pro
 disk for the next process (a suite run restarts its child after each process abort: tract's
 panics): in a folder of this user's own under the temporary directory, keyed by everything the
 graph depends on (sizes, dtype, offset, opset, the HF config, the torch, transformers, onnx and
-onnxscript versions), so a graph is never read back for another setup.
+onnxscript versions, and the source of this file and of gpt2_config's), so a graph is never
+read back for another setup. A process that finds its graph on disk imports neither torch nor
+transformers (about 6 s here): only an export, or HF's own init, needs them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -39,17 +42,13 @@ import warnings
 from dataclasses import dataclass
 from importlib.metadata import version
 
-import onnx
-import torch
-from transformers import DynamicCache, GPT2LMHeadModel
-from transformers import initialization as hf_init
-
 from gpt2_conformance.api import gpt2
 
 OPSET = 20  # torch 2.13's default (torch/onnx/_constants.py ONNX_DEFAULT_OPSET), pinned so the report can name it
 INPUTS = ("input_ids", "past_key", "past_value", "h_final")
 POSITION_IDS_INPUTS = ("input_ids", "position_ids", "h_final")  # the offset="position_ids" graph
 OUTPUTS = ("h", "logits")
+CONFIG_MODULE = "gpt2_conformance.backends.thirdparty.hf_transformers.adapter"  # its gpt2_config: the model exported
 _CACHE: dict[tuple[int, str, str], "ExportedGraph"] = {}
 
 
@@ -67,39 +66,52 @@ class ExportedGraph:
     head_dim: int
 
 
-class _EmbedAndHead(torch.nn.Module):
-    """(input_ids, past_key, past_value, h_final) -> (h, logits) through GPT2LMHeadModel's own code."""
+def module(model, offset: str = "cache"):
+    """The torch module export() exports for `offset`, around a GPT2LMHeadModel (imports torch and
+    transformers, which only an export needs)."""
+    import torch
+    from transformers import DynamicCache
 
-    def __init__(self, model: GPT2LMHeadModel):
-        super().__init__()
-        self.lm = model
+    class EmbedAndHead(torch.nn.Module):
+        """(input_ids, past_key, past_value, h_final) -> (h, logits) through GPT2LMHeadModel's own code."""
 
-    def forward(self, input_ids, past_key, past_value, h_final):
-        cache = DynamicCache(config=self.lm.config)
-        layer = cache.layers[0]
-        # what DynamicLayer.update does on its first call, without its torch.cat copy
-        layer.lazy_initialization(past_key, past_value)
-        layer.keys, layer.values = past_key, past_value
-        out = self.lm.transformer(input_ids=input_ids, cache=cache, use_cache=True, output_hidden_states=True)
-        return out.hidden_states[0], self.lm.lm_head(h_final)
+        def __init__(self, model):
+            super().__init__()
+            self.lm = model
+
+        def forward(self, input_ids, past_key, past_value, h_final):
+            cache = DynamicCache(config=self.lm.config)
+            layer = cache.layers[0]
+            # what DynamicLayer.update does on its first call, without its torch.cat copy
+            layer.lazy_initialization(past_key, past_value)
+            layer.keys, layer.values = past_key, past_value
+            out = self.lm.transformer(input_ids=input_ids, cache=cache, use_cache=True, output_hidden_states=True)
+            return out.hidden_states[0], self.lm.lm_head(h_final)
+
+    class EmbedAndHeadPositionIds(torch.nn.Module):
+        """(input_ids, position_ids, h_final) -> (h, logits): the positions come from the host, as in
+        Optimum's ONNX decoder graphs, and GPT2Model uses them as given (wpe(position_ids))."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.lm = model
+
+        def forward(self, input_ids, position_ids, h_final):
+            out = self.lm.transformer(input_ids=input_ids, position_ids=position_ids, use_cache=False,
+                                      output_hidden_states=True)
+            return out.hidden_states[0], self.lm.lm_head(h_final)
+
+    if offset == "cache":
+        return EmbedAndHead(model)
+    if offset == "position_ids":
+        return EmbedAndHeadPositionIds(model)
+    raise ValueError(f"export: offset {offset!r} is not 'cache' or 'position_ids'")
 
 
-class _EmbedAndHeadPositionIds(torch.nn.Module):
-    """(input_ids, position_ids, h_final) -> (h, logits): the positions come from the host, as in
-    Optimum's ONNX decoder graphs, and GPT2Model uses them as given (wpe(position_ids))."""
-
-    def __init__(self, model: GPT2LMHeadModel):
-        super().__init__()
-        self.lm = model
-
-    def forward(self, input_ids, position_ids, h_final):
-        out = self.lm.transformer(input_ids=input_ids, position_ids=position_ids, use_cache=False,
-                                  output_hidden_states=True)
-        return out.hidden_states[0], self.lm.lm_head(h_final)
-
-
-def _tables_to_external(model: onnx.ModelProto, names: tuple[str, ...]) -> None:
+def _tables_to_external(model, names: tuple[str, ...]) -> None:
     """Drop the payload of `names` and mark them external: the session gets them from memory."""
+    import onnx
+
     for init in model.graph.initializer:
         if init.name in names:
             for field in ("raw_data", "float_data", "int32_data"):  # float32 / float16, bfloat16
@@ -110,7 +122,7 @@ def _tables_to_external(model: onnx.ModelProto, names: tuple[str, ...]) -> None:
             entry.key, entry.value = "location", f"{init.name}.bin"  # never read: injected instead
 
 
-def _find_tables(model: onnx.ModelProto, n_embd: int) -> tuple[str, str, bool]:
+def _find_tables(model, n_embd: int) -> tuple[str, str, bool]:
     """(wte initializer, wpe initializer, whether the head reads wte) from the graph's structure."""
     shapes = {i.name: tuple(i.dims) for i in model.graph.initializer}
     vocab = [n for n, s in shapes.items() if s == (gpt2.N_VOCAB, n_embd)]
@@ -143,10 +155,15 @@ def _disk_folder() -> str | None:
     return folder
 
 
-def _disk_key(n_embd: int, dtype: torch.dtype, hf_config, offset: str) -> str:
-    what = {"n_embd": n_embd, "dtype": str(dtype), "offset": offset, "opset": OPSET, "config": hf_config.to_dict(),
+def _disk_key(n_embd: int, dtype: str, offset: str) -> str:
+    """Everything the graph depends on, without importing what made it: the HF config is
+    gpt2_config(n_embd) of the installed transformers, so its source and that version stand for it."""
+    config_source = importlib.util.find_spec(CONFIG_MODULE).origin  # found, not imported (it imports torch)
+    sources = [open(path, "rb").read() for path in (__file__, config_source)]
+    what = {"n_embd": n_embd, "dtype": dtype, "offset": offset, "opset": OPSET,
+            "sources": [hashlib.sha256(src).hexdigest() for src in sources],
             "versions": [version(p) for p in ("torch", "transformers", "onnx", "onnxscript")]}
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def _read_disk(folder: str, key: str) -> ExportedGraph | None:
@@ -170,27 +187,36 @@ def _write_disk(folder: str, key: str, graph: ExportedGraph) -> None:
         pass  # a cache: the next process exports again
 
 
-def export(n_embd: int, dtype: torch.dtype, hf_config, offset: str = "cache") -> ExportedGraph:
-    """The graph for (n_embd, dtype, offset), exported on first use and then kept for this process
-    and on disk (module docstring). offset="cache": past_key/past_value inputs;
-    offset="position_ids": a position_ids input."""
-    key = (n_embd, str(dtype), offset)
+def export(n_embd: int, dtype: str, offset: str = "cache") -> ExportedGraph:
+    """The graph of GPT2LMHeadModel(gpt2_config(n_embd)) in `dtype` ("float32", "float16",
+    "bfloat16"), exported on first use and then kept for this process and on disk (module
+    docstring). offset="cache": past_key/past_value inputs; offset="position_ids": a
+    position_ids input."""
+    if offset not in ("cache", "position_ids"):
+        raise ValueError(f"export: offset {offset!r} is not 'cache' or 'position_ids'")
+    key = (n_embd, dtype, offset)
     if key in _CACHE:
         return _CACHE[key]
     folder = _disk_folder()
-    disk_key = _disk_key(n_embd, dtype, hf_config, offset) if folder else ""
+    disk_key = _disk_key(n_embd, dtype, offset) if folder else ""
     graph = _read_disk(folder, disk_key) if folder else None
     if graph is None:
-        graph = _export(n_embd, dtype, hf_config, offset)
+        graph = _export(n_embd, dtype, offset)
         if folder:
             _write_disk(folder, disk_key, graph)
     _CACHE[key] = graph
     return graph
 
 
-def _export(n_embd: int, dtype: torch.dtype, hf_config, offset: str) -> ExportedGraph:
+def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
     import onnxscript
+    import torch
+    from transformers import GPT2LMHeadModel
+    from transformers import initialization as hf_init
 
+    from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config
+
+    dtype, hf_config = getattr(torch, dtype_name), gpt2_config(n_embd)
     with hf_init.no_init_weights():  # the tables are replaced in every session: skip the init
         model = GPT2LMHeadModel(hf_config)
     model.tie_weights()
@@ -204,17 +230,15 @@ def _export(n_embd: int, dtype: torch.dtype, hf_config, offset: str) -> Exported
     hb, ht = dim("h_batch"), dim("h_seq", min=0)
     dynamic = {"input_ids": {0: b, 1: t}, "past_key": {0: b, 2: p}, "past_value": {0: b, 2: p},
                "h_final": {0: hb, 1: ht}}
-    module, names = _EmbedAndHead(model), INPUTS
+    names = INPUTS
     if offset == "position_ids":
         example = (example[0], torch.arange(seq).expand(batch, seq).contiguous(), example[3])
         dynamic = {"input_ids": {0: b, 1: t}, "position_ids": {0: b, 1: t}, "h_final": {0: hb, 1: ht}}
-        module, names = _EmbedAndHeadPositionIds(model), POSITION_IDS_INPUTS
-    elif offset != "cache":
-        raise ValueError(f"export: offset {offset!r} is not 'cache' or 'position_ids'")
+        names = POSITION_IDS_INPUTS
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")  # the exporter's progress lines and deprecation notes
-        program = torch.onnx.export(module, example, dynamo=True, dynamic_shapes=dynamic, opset_version=OPSET,
-                                    input_names=list(names), output_names=list(OUTPUTS))
+        program = torch.onnx.export(module(model, offset), example, dynamo=True, dynamic_shapes=dynamic,
+                                    opset_version=OPSET, input_names=list(names), output_names=list(OUTPUTS))
     proto = program.model_proto
     wte_name, wpe_name, head_uses_wte = _find_tables(proto, n_embd)
     _tables_to_external(proto, (wte_name, wpe_name))
