@@ -36,27 +36,6 @@ def pytest_configure(config):
     if workers > 1 and workers >= cores():
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
             os.environ.setdefault(name, "1")
-    _share_jax_compilations()
-
-
-def _share_jax_compilations():
-    """JAX compiles each op again for every new shape, in every process, and these tests start
-    dozens of JAX processes (the reference, its mutants, keras-hub on JAX, the reproductions):
-    they share what was compiled through JAX's own persistent cache (the JAX suite's child: 63 s
-    alone, 37 s once the cache holds its programs). Every program, however small or quick to
-    compile, is kept; a size limit turns on JAX's file lock, so concurrent workers never read a
-    half-written entry (the limit needs filelock). Values already in the environment win."""
-    import tempfile
-
-    try:
-        import filelock  # noqa: F401
-    except ImportError:
-        return  # unlocked writes could be read half-written by another worker: no cache
-    folder = os.path.join(tempfile.gettempdir(), f"gpt2-conformance-tests-{os.getuid()}", "jax-cache")
-    for name, value in (("JAX_COMPILATION_CACHE_DIR", folder), ("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0"),
-                        ("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1"),
-                        ("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))):
-        os.environ.setdefault(name, value)
 
 
 def pytest_addoption(parser):
