@@ -158,6 +158,6 @@ def test_torch_reference_runs_the_same_kernels_through_the_public_native_path():
         assert own_calls, f"{w.group}: the trace saw no ATen call: it would compare nothing"
         assert public_calls == own_calls, (
             f"native path dispatched {public_calls}, but should dispatch the suite mode's {own_calls} [{w.group}]")
-        flat = [o.numpy() for o in (own_out if isinstance(own_out, tuple) else (own_out,))]
-        public_flat = [o.numpy() for o in (public_out if isinstance(public_out, tuple) else (public_out,))]
-        assert all((a.view("u4") == b.view("u4")).all() for a, b in zip(flat, public_flat)), w.group
+        own_arrays, public_arrays = ([o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
+                                     for out in (own_out, public_out))
+        assert all((a.view("u4") == b.view("u4")).all() for a, b in zip(own_arrays, public_arrays)), w.group
