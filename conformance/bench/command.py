@@ -24,7 +24,7 @@ import time
 
 from gpt2_conformance.api import machine
 from gpt2_conformance.bench import compare as compare_mod
-from gpt2_conformance.bench import files, timing, verdict, workloads
+from gpt2_conformance.bench import files, processes, timing, verdict, workloads
 from gpt2_conformance.bench.table import ConsoleTable
 from gpt2_conformance.run import memory
 
@@ -72,6 +72,10 @@ def add_parser(subparsers) -> None:
                         "the same allocator state; system: glibc's dynamic thresholds, as an untuned process runs "
                         "(fresh outputs may be faulted in anew on every call; see the faults/call column)")
     p.add_argument("--max-time", type=float, help="seconds of steady-state rounds per workload")
+    p.add_argument("--processes", type=int, default=3, metavar="N",
+                   help="time every backend in N fresh processes, the backends interleaved (default 3): a row's "
+                        "median moves between processes by more than its samples spread inside one, so each row "
+                        "keeps every process's median and the gate and the bar lines judge against that spread")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per backend process")
 
 
@@ -174,6 +178,9 @@ def run(args) -> int:
     if args.fail_above is not None and args.fail_above < 0:
         print("gpt2-conformance bench: error: --fail-above must be >= 0", file=sys.stderr)
         return 2
+    if args.processes < 1:
+        print(f"gpt2-conformance bench: error: --processes {args.processes}: must be >= 1", file=sys.stderr)
+        return 2
     if args.compare and not os.path.exists(args.compare):
         print(f"gpt2-conformance bench: error: no baseline {args.compare}", file=sys.stderr)
         return 2
@@ -187,15 +194,21 @@ def run(args) -> int:
     os.makedirs(args.out_dir, exist_ok=True)
     print(f"gpt2-conformance bench: {', '.join(names)} on {args.device}"
           f"{' (quick)' if args.quick else ''}; {machine.cores()} cores", flush=True)
-    results = []
-    for name in names:
-        if not installed(name):
-            results.append({"backend": name, "device": args.device, "records": [],
-                            "skipped": f"{name} is not installed"})
-            continue
-        results.append(run_child(_request(args, name), args.out_dir, args.timeout))
-        if results[-1].get("skipped"):
-            print(f"  {name:10s} skipped: {results[-1]['skipped']}", flush=True)
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for round_ in range(args.processes):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:  # each round starts one later
+            if runs[name] and runs[name][-1].get("skipped"):
+                continue  # skipped once, skipped in every process
+            if not installed(name):
+                runs[name] = [{"backend": name, "device": args.device, "records": [],
+                               "skipped": f"{name} is not installed"}]
+                continue
+            if args.processes > 1:
+                print(f"  {name:10s} process {round_ + 1} of {args.processes}", flush=True)
+            runs[name].append(run_child(_request(args, name), args.out_dir, args.timeout))
+            if runs[name][-1].get("skipped"):
+                print(f"  {name:10s} skipped: {runs[name][-1]['skipped']}", flush=True)
+    results = [processes.combine(runs[name]) for name in names]
     time_verdicts = args.verdict if args.verdict is not None else not args.quick
     verdicts = []
     if time_verdicts:
@@ -206,7 +219,8 @@ def run(args) -> int:
             verdicts.append(time_to_verdict(res["backend"], args.device))
     meta = {"device": args.device, "quick": args.quick, "cores": machine.cores(), "root": REPO_ROOT,
             "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start,
-            "other_load_cores": other_load.cores(), "malloc": args.malloc, "verdicts": verdicts}
+            "other_load_cores": other_load.cores(), "malloc": args.malloc, "verdicts": verdicts,
+            "processes": args.processes}
     rows = []
     try:  # the figures are measured: from here on a failure costs one output, never the run's figures
         rows = verdict.workload_rows(results) + verdict.verdict_rows(verdicts)

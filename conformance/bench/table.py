@@ -10,25 +10,34 @@ from gpt2_conformance.bench import workloads as wl
 from gpt2_conformance.bench.verdict import (CACHE_STATES, at_bar_shape, backend_order, bar, decode_steps,
                                             faulting_modes, frameworks, model_errors)
 
-HEADER = ("workload", "shape", "backend", "mode", "median ms", "IQR ms", "min..max ms", "GB/s", "% limit",
-          "GFLOP/s", "first call ms", "threads", "faults/call", "check")
+HEADER = ("workload", "shape", "backend", "mode", "median ms", "IQR ms", "processes", "min..max ms", "GB/s",
+          "% limit", "GFLOP/s", "first call ms", "threads", "faults/call", "check")
 BUSY_THRESHOLD = 0.25  # cores other processes may use before the run is called busy
 
 
 def _fmt_row(r: dict) -> tuple:
     w = r["workload"]
     if r.get("error"):
-        return (w.name if w else r["group"], w.shape_id if w else "", r["backend"], r["mode"], "error", "", "",
+        return (w.name if w else r["group"], w.shape_id if w else "", r["backend"], r["mode"], "error", "", "", "",
                 "", "", "", "", "", "", r["error"][:60])
     if w is None:  # time to verdict
-        return ("time_to_verdict", "", r["backend"], "suite", f"{r['samples'][0] * 1e3:.0f}", "", "", "", "",
+        return ("time_to_verdict", "", r["backend"], "suite", f"{r['samples'][0] * 1e3:.0f}", "", "", "", "", "",
                 "", "", "", "", r.get("verdict", ""))
     st = r["stats"]
     return (w.name, w.shape_id, r["backend"], r["mode"] + (" *" if r["is_fastest_mode"] else ""),
-            f"{st['median'] * 1e3:.3f}", f"{st['iqr'] * 1e3:.3f}", f"{st['min'] * 1e3:.3f}..{st['max'] * 1e3:.3f}",
+            f"{st['median'] * 1e3:.3f}", f"{st['iqr'] * 1e3:.3f}", _processes(r),
+            f"{st['min'] * 1e3:.3f}..{st['max'] * 1e3:.3f}",
             f"{r['gbps']:.1f}", "MODEL ERROR" if r.get("model_error") else f"{r['pct_limit']:.0f}%",
             f"{r['gflops']:.1f}", f"{r['first_call_s'] * 1e3:.0f}",
             f"{r['threads']:.2f}", "" if r.get("faults") is None else f"{r['faults']:.0f}", r["check"])
+
+
+def _processes(r: dict) -> str:
+    """The row's median in each process and their spread ("" where it ran in one)."""
+    medians = r.get("process_medians") or []
+    if len(medians) < 2:
+        return ""
+    return "/".join(f"{m * 1e3:.3f}" for m in medians) + f" ({r['process_spread_pct']:.0f}%)"
 
 
 def _bandwidth_lines(results: list[dict]) -> list[str]:
@@ -97,13 +106,19 @@ def _bar_lines(verdict: dict) -> list[str]:
             v = verdict[b]
             need = "" if b not in frameworks() else (" meets the 2/3 bar" if v["meets"] else " BELOW the 2/3 bar")
             faults = f", {v['faults_per_call']:.0f} faults/call" if (v.get("faults_per_call") or 0) >= 1 else ""
+            low, high = v.get("pct_range", (v["pct"], v["pct"]))
+            spread = f" ({low:.0f}..{high:.0f}% over its processes)" if high > low else ""
             lines.append(f"{b}: fastest measured mode with the check on: {v['mode']} ({v['check']}) "
                          f"{v['median_ms']:.2f} ms, {v['gbps']:.1f} of {v['limit_gbps']:.1f} GB/s = "
-                         f"{v['pct']:.0f}% of the limit{faults}{need}")
+                         f"{v['pct']:.0f}% of the limit{spread}{faults}{need}")
     if "best" in verdict:
         v = verdict["best"]
-        lines.append(f"best framework: {v['backend']} {v['pct']:.0f}% "
-                     f"({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)")
+        if v.get("ranked", True):
+            lines.append(f"best framework: {v['backend']} {v['pct']:.0f}% "
+                         f"({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)")
+        else:
+            lines.append(f"best framework: NOT RANKED: {v['why']}; highest median: {v['backend']} {v['pct']:.0f}% "
+                         f"({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)")
     return lines or ["no framework backend timed at this shape with its check on"]
 
 
@@ -159,7 +174,8 @@ class ConsoleTable:
             lines.append("  ".join(str(c).ljust(widths[i]) if i < len(widths) else str(c) for i, c in enumerate(row)))
         lines += ["", "* = the backend's declared fastest mode (the bar takes the fastest measured mode with the check "
                   "on); GB/s counts the least bytes in conformance/bench/workloads.py; % limit divides it by the row's "
-                  "own limit; threads = process CPU time / wall time; faults/call = minor page faults per timed call",
+                  "own limit; processes = the row's median in each fresh process and (their spread); threads = process CPU "
+                  "time / wall time; faults/call = minor page faults per timed call",
                   ""]
         steps = decode_steps(rows)
         if steps:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 
 import pytest
@@ -13,7 +14,7 @@ from helpers.bench_results import bench_args, child_request, child_result
 
 
 def test_command_writes_all_outputs_and_gates(tmp_path, monkeypatch, capsys):
-    medians = iter([0.010, 0.012, 0.012])
+    medians = iter([0.010] * 3 + [0.012] * 6)  # the baseline's 3 processes, then two runs 20% slower
     monkeypatch.setattr(command, "run_child", lambda request, log_dir, timeout: child_result(median=next(medians)))
     assert command.run(bench_args(tmp_path, "--quick")) == 0
     out = tmp_path / "out"
@@ -26,6 +27,28 @@ def test_command_writes_all_outputs_and_gates(tmp_path, monkeypatch, capsys):
     assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "10")) == 1
     assert "REGRESSED" in capsys.readouterr().out
     assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "30")) == 0
+    assert next(medians, None) is None  # every backend ran in 3 processes each time
+
+
+def test_backends_run_interleaved_in_fresh_processes_and_rows_keep_each_process_median(tmp_path, monkeypatch, capsys):
+    order = []
+    medians = {"numpy": iter([0.010, 0.011, 0.012]), "torch": iter([0.020, 0.020, 0.020])}
+
+    def fake_child(request, log_dir, timeout):
+        order.append(request["backend"])
+        return child_result(backend=request["backend"], median=next(medians[request["backend"]]))
+
+    monkeypatch.setattr(command, "run_child", fake_child)
+    monkeypatch.setattr(command, "installed", lambda name: True)
+    args = bench_args(tmp_path, "--quick", "--backend", "torch")
+    assert command.run(args) == 0
+    assert order == ["numpy", "torch", "torch", "numpy", "numpy", "torch"]  # each round starts one later
+    rows = {b["params"]["backend"]: b for b in json.loads((tmp_path / "out" / "bench.json").read_text())["benchmarks"]}
+    assert [round(m, 6) for m in rows["numpy"]["extra_info"]["process_medians_s"]] == [0.010, 0.011, 0.012]
+    assert rows["numpy"]["extra_info"]["process_spread_pct"] == pytest.approx(100 * 0.002 / 0.011, rel=0.02)
+    assert rows["numpy"]["stats"]["rounds"] == 15  # the three processes' samples together
+    assert "10.000/11.000/12.000 (18%)" in capsys.readouterr().out
+    assert command.run(bench_args(tmp_path, "--processes", "0")) == 2
 
 
 def test_malloc_setting_reaches_the_backend_process(tmp_path, monkeypatch):

@@ -25,8 +25,26 @@ def test_gate_fails_a_20_percent_regression_at_10_and_passes_it_at_30(tmp_path):
     assert compare.compare(current, baseline, 10)[0] == []  # faster is never a regression
 
 
-def _timed(median, spread=0.02, faults=0.0):
-    return compare.Timed(median, median * (1 - spread / 2), median * (1 + spread / 2), faults)
+def _timed(median, spread=0.02, faults=0.0, processes=()):
+    return compare.Timed(median, median * (1 - spread / 2), median * (1 + spread / 2), faults, tuple(processes))
+
+
+def test_rows_judged_across_their_processes():
+    """The issue's failure: tight IQRs in each process, but the next process's median 11-51%
+    away. Each run's processes show that spread: a row whose processes span more than the
+    threshold is unjudgeable; a change that a process of the other run matches is no regression;
+    one beyond every process of both runs still fails."""
+    wide = compare.judge("x", _timed(0.010, processes=(0.0088, 0.010, 0.0115)),
+                         _timed(0.0125, processes=(0.0121, 0.0125, 0.0127)), 10)
+    assert wide.verdict == "UNJUDGEABLE" and "3 processes' medians span 27%" in wide.why
+    overlap = compare.judge("x", _timed(0.010, processes=(0.0095, 0.010, 0.0104)),
+                            _timed(0.0112, processes=(0.0103, 0.0112, 0.0112)), 10)
+    assert overlap.verdict == "ok" and "a process of this run was as fast" in overlap.why
+    slower = compare.judge("x", _timed(0.010, processes=(0.0098, 0.010, 0.0101)),
+                           _timed(0.012, processes=(0.0119, 0.012, 0.0122)), 10)
+    assert slower.verdict == "REGRESSED" and slower.pct == pytest.approx(20.0)
+    one_process = compare.judge("x", _timed(0.010), _timed(0.012, processes=(0.0119, 0.012, 0.0122)), 10)
+    assert one_process.verdict == "REGRESSED"  # a baseline without processes: its samples alone
 
 
 def test_a_run_compared_with_itself_passes_whatever_its_rows(tmp_path):

@@ -1,0 +1,57 @@
+"""Rows timed in several fresh processes (conformance/bench/processes.py): one combined row per
+(mode, workload) with every process's median, the limit their median, a failure or skip in any
+process kept; the bar names a best framework only when every process of it beats every process of
+the runner-up."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpt2_conformance.bench import processes, table
+from gpt2_conformance.bench.verdict import bar, workload_rows
+from helpers.bench_results import BAR_BYTES, child_result
+
+
+def test_processes_combine_into_one_row_with_each_process_median():
+    runs = [child_result("torch", median=m, limit=lim) for m, lim in ((0.010, 17.0), (0.012, 18.0), (0.011, 30.0))]
+    combined = processes.combine(runs)
+    (rec,) = combined["records"]
+    assert rec["process_medians"] == pytest.approx([0.010, 0.012, 0.011])
+    assert len(rec["samples"]) == 15 and rec["stats"]["rounds"] == 15
+    assert rec["stats"]["median"] == pytest.approx(0.011)
+    (lim,) = combined["limits"].values()
+    assert lim["gbps"] == 18.0 and lim["process_gbps"] == [17.0, 18.0, 30.0]  # the median, not the lucky one
+    (row,) = workload_rows([combined])
+    assert row["process_spread_pct"] == pytest.approx(100 * 0.002 / 0.011)
+    assert processes.combine(runs[:1]) is runs[0]
+
+
+def test_a_failed_or_skipped_process_is_never_averaged_away():
+    good = child_result("jax", median=0.01)
+    failed = dict(child_result("jax"), error="child exited with -6")
+    assert processes.combine([good, failed, good])["error"] == "process 2 of 3: child exited with -6"
+    skipped = dict(child_result("jax"), skipped="no GPU", records=[])
+    assert processes.combine([good, skipped])["skipped"] == "no GPU"
+    broken = child_result("jax", median=0.01)
+    broken["records"] = [{k: v for k, v in broken["records"][0].items() if k not in ("stats", "samples")}
+                         | {"error": "RuntimeError: boom"}]
+    (rec,) = processes.combine([good, broken])["records"]
+    assert rec["error"] == "RuntimeError: boom" and "stats" not in rec
+
+
+def _framework(backend, process_pcts):
+    """A backend's bar row from processes at these % of an 18 GB/s limit."""
+    return processes.combine([child_result(backend, median=BAR_BYTES / 18e9 / (p / 100)) for p in process_pcts])
+
+
+def test_the_best_framework_is_named_only_beyond_the_spread():
+    clear = bar(workload_rows([_framework("torch", (60, 62, 61)), _framework("jax", (70, 72, 71))]))
+    assert clear["best"]["backend"] == "jax" and clear["best"]["ranked"]
+    assert clear["jax"]["pct_range"] == pytest.approx((70, 72))
+    close = bar(workload_rows([_framework("torch", (60, 75, 61)), _framework("jax", (70, 72, 71))]))
+    assert close["best"]["backend"] == "jax" and not close["best"]["ranked"]
+    assert "jax's slowest process (70%) is not above torch's fastest (75%)" in close["best"]["why"]
+    results = [_framework("torch", (60, 75, 61)), _framework("jax", (70, 72, 71))]
+    text = table.ConsoleTable().render(results, workload_rows(results), {"cores": 2, "other_load_cores": 0.0})
+    assert "best framework: NOT RANKED: jax's slowest process" in text
+    assert "71% of the limit (70..72% over its processes)" in text
