@@ -4,12 +4,16 @@ native hooks, one with the README's minimal native_bench."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
 PLAIN_NUMPY_SPEC = "helpers.bench_adapters:PlainNumpyAdapter"
 NATIVE_NUMPY_SPEC = "helpers.bench_adapters:NativeNumpyAdapter"
+SLOWDOWN_ENV = "GPT2C_TEST_SLOWDOWN"  # a fraction: NativeNumpyAdapter's native forward that much slower
 
 
 class PlainNumpyAdapter(NumpyAdapter):
@@ -23,5 +27,19 @@ class NativeNumpyAdapter(NumpyAdapter):
     def native_bench(self, device):
         from gpt2_conformance.api.bench import NativeBench
 
-        return NativeBench(put=np.asarray, forward=lambda ids, p: self.wte[ids] + self.wpe[p:p + ids.shape[1]],
-                           logits=lambda h: h @ self.wte.T)
+        def forward(ids, p):
+            return self.wte[ids] + self.wpe[p:p + ids.shape[1]]
+
+        slowdown = float(os.environ.get(SLOWDOWN_ENV, "0"))
+        if slowdown:
+            plain = forward
+
+            def forward(ids, p):  # a real slowdown: each call waits out `slowdown` of its own time
+                start = time.perf_counter()
+                out = plain(ids, p)
+                until = start + (1 + slowdown) * (time.perf_counter() - start)
+                while time.perf_counter() < until:
+                    pass
+                return out
+
+        return NativeBench(put=np.asarray, forward=forward, logits=lambda h: h @ self.wte.T)
