@@ -30,4 +30,5 @@ FOLDERS = (
     "thirdparty.onnxruntime_hf",
     "thirdparty.openvino_hf",
     "thirdparty.tract_hf",
+    "thirdparty.llama_cpp",
 )

@@ -1,0 +1,232 @@
+"""Adapter for llama.cpp, through llama-cpp-python's bindings of its C API (`llama_cpp`), running
+a GPT-2 GGUF the adapter writes (gguf_model.py). Judged as it is: llama.cpp's graph, its batch
+checks and its KV cache are the verdict.
+
+What is observed, and how (Capabilities.black_box):
+
+- the model: the GGUF written by gguf.GGUFWriter with llama.cpp's GPT-2 tensor names, loaded by
+  llama_model_load_from_file; one context per load with llama.cpp's own defaults except: the
+  context is the model's trained one (n_ctx 0 = n_ctx_train = 1024, as llama-server's `-c 0`),
+  one batch takes the whole context (n_batch = n_ubatch = 1024, so a call is one graph), the
+  threads are the machine's cores, and an eval callback is set.
+- h: the tensor llama.cpp names "inpL" in its GPT-2 graph (src/models/gpt2.cpp:
+  `inpL = ggml_add(ctx0, inpL, pos); cb(inpL, "inpL", -1)`), i.e. get_rows(token_embd) +
+  get_rows(position_embd, inp_pos), read by the context's eval callback (cb_eval: llama.cpp's
+  scheduler hands the callback each named tensor once computed; ggml_backend_tensor_get copies
+  it out). Nothing is recomputed outside llama.cpp. Once h is read the callback returns false,
+  which ends the evaluation of the graph there (ggml_backend_sched_compute_splits breaks out of
+  its node loop; llama_decode still returns 0 and its cache keeps the positions, which llama.cpp
+  assigns before computing): the block, ln_f and the head after h cannot change h, and would
+  cost most of each call. STOP_AFTER_H = False evaluates the whole graph (tests/test_llama_cpp.py
+  checks both give the same bits).
+- the offset: llama.cpp's own. Each row of ids is one sequence: the memory (KV cache) is
+  cleared, past_length tokens (id 0) are decoded first when past_length > 0, then the row is
+  decoded with llama_batch_get_one, a batch without positions, so llama.cpp places it at
+  seq_pos_max + 1 of its cache (src/llama-batch.cpp), as llama.cpp's own examples decode.
+  past_length has no counterpart in llama.cpp's API (the offset is what the cache holds), so it
+  becomes the length of that prefix, made by np.full: numpy refuses a negative or fractional
+  length, as it does for the cache arrays of the ONNX and MLX adapters.
+- ids: each row goes to llama.cpp as a list of Python ints (ndarray.tolist()) in a ctypes
+  llama_token array, as llama-cpp-python's own calls pass tokens: ctypes refuses floats, and
+  takes bools as 0 and 1 (bool is an int).
+- errors: llama_decode returns a status; like llama-cpp-python's own LlamaContext.decode
+  (llama_cpp/_internals.py), the adapter raises RuntimeError("llama_decode returned N"), with the
+  lines llama.cpp logged during that call appended (llama_log_set). The adapter adds no check of
+  its own, with one exception forced by the C API: llama_token is int32_t, so an id outside
+  int32 cannot be handed to llama.cpp at all (ctypes would wrap it silently); the adapter
+  raises OverflowError for it rather than pass another id.
+- tables(): the arrays written into the GGUF; llama.cpp offers no read-back of a weight.
+
+Not claimed: the tied head (llama.cpp's head reads output_norm(h), never a given h_final, and
+no API feeds it one), the implementation's init (llama.cpp loads weights, it has no
+initialiser), gradients, in-place table updates, float16 and bfloat16 (the GGUF holds float32
+tables; llama.cpp computes inpL in float32 whatever the table type).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tempfile
+
+import llama_cpp
+import numpy as np
+
+from gpt2_conformance.api import gpt2, machine
+from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.llama_cpp import gguf_model
+
+H_TENSOR = "inpL"  # llama.cpp's name for tok + pos embedding in its GPT-2 graph (gpt2.cpp)
+PAST_TOKEN = 0  # what fills the cache before a row decoded at past_length > 0
+CONTEXT = 0  # llama.cpp's n_ctx: 0 = the model's trained context (1024 for GPT-2)
+STOP_AFTER_H = True  # end the graph's evaluation once h is read (module docstring)
+_NE_OFFSET = 16  # struct ggml_tensor: enum type (4 + 4 padding), buffer pointer (8), then int64_t ne[4]
+
+
+def _ggml_base():
+    """libggml-base from the wheel's lib folder: ggml_get_name, ggml_nbytes and
+    ggml_backend_tensor_get for the eval callback (llama_cpp binds none of them)."""
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(llama_cpp.__file__), "lib", "libggml-base.so"))
+    lib.ggml_get_name.restype, lib.ggml_get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+    lib.ggml_nbytes.restype, lib.ggml_nbytes.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
+    lib.ggml_backend_tensor_get.restype = None
+    lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    return lib
+
+
+class _Engine:
+    """One process's llama.cpp: backend initialised once, one log sink, one ggml library."""
+
+    _instance = None
+
+    def __init__(self):
+        llama_cpp.llama_backend_init()
+        self.ggml = _ggml_base()
+        self.log: list[str] = []
+
+        @llama_cpp.llama_log_callback
+        def sink(level, text, user_data):
+            self.log.append(text.decode(errors="replace"))
+
+        self._sink = sink  # kept alive: llama.cpp holds the pointer
+        llama_cpp.llama_log_set(sink, None)
+
+    @classmethod
+    def get(cls) -> "_Engine":
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+
+class LlamaCppAdapter(Adapter):
+    capabilities = Capabilities(
+        dtypes=("float32",), devices=("cpu",), kv_cache=True, tied_head=False, init=False, gradients=False,
+        mutable_tables=False,
+        black_box="GPT-2 GGUF (gguf.GGUFWriter, no blocks) run by llama.cpp through llama-cpp-python's C API; "
+                  "h = the graph's 'inpL' tensor read by the eval callback (cb_eval); offset = past_length tokens "
+                  "decoded into the KV cache before the row")
+
+    @classmethod
+    def implementation(cls) -> str:
+        from importlib.metadata import version
+
+        return (f"llama.cpp (llama-cpp-python {version('llama-cpp-python')}, CPU) running a GPT-2 GGUF written by "
+                f"gguf {version('gguf')}")
+
+    def __init__(self, config: AdapterConfig = AdapterConfig()):
+        super().__init__(config)
+        self.framework_dtype({"float32": np.float32})
+        self.engine = _Engine.get()
+        self.model = self.ctx = None
+        self._wte = self._wpe = None
+        self._captured: list[np.ndarray] = []  # h of the call in flight, one array per graph evaluation
+        self._capture_error = ""
+
+        @llama_cpp.ggml_backend_sched_eval_callback
+        def observe(tensor, ask, user_data):
+            ggml = self.engine.ggml
+            if ggml.ggml_get_name(tensor) != H_TENSOR.encode():
+                return not ask  # ask: not wanted; after compute: go on
+            if ask:
+                return True
+            ne = (ctypes.c_int64 * 4).from_address(tensor + _NE_OFFSET)
+            out = np.empty((ne[1], ne[0]), np.float32)
+            if out.nbytes != ggml.ggml_nbytes(tensor):  # never raise through C: say so after the call
+                self._capture_error = (f"llama.cpp's {H_TENSOR} holds {ggml.ggml_nbytes(tensor)} bytes, not "
+                                       f"float32 {tuple(out.shape)}")
+                return False
+            ggml.ggml_backend_tensor_get(tensor, out.ctypes.data, 0, out.nbytes)
+            self._captured.append(out)
+            return not STOP_AFTER_H
+
+        self._observe = observe  # kept alive: the context holds the pointer
+
+    # -- tables -------------------------------------------------------------------
+    def load_tables(self, wte, wpe):
+        self._free()
+        wte, wpe = np.array(wte, np.float32), np.array(wpe, np.float32)
+        folder = tempfile.mkdtemp(prefix="gpt2c-llama-")
+        try:
+            path = os.path.join(folder, "gpt2.gguf")
+            gguf_model.write(path, wte, wpe)
+            model = llama_cpp.llama_model_load_from_file(path.encode(), llama_cpp.llama_model_default_params())
+            if not model:
+                raise RuntimeError(f"llama_model_load_from_file failed: {self._log_tail()}")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # the model holds its tensors in memory (no mmap left open)
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = CONTEXT
+        params.n_batch = params.n_ubatch = wpe.shape[0]
+        params.n_threads = params.n_threads_batch = machine.cores()
+        params.cb_eval = self._observe
+        ctx = llama_cpp.llama_init_from_model(model, params)
+        if not ctx:
+            llama_cpp.llama_model_free(model)
+            raise RuntimeError(f"llama_init_from_model failed: {self._log_tail()}")
+        self.model, self.ctx, self._wte, self._wpe = model, ctx, wte, wpe
+
+    def tables(self):
+        return self._wte.copy(), self._wpe.copy()
+
+    def parameters(self):
+        """The GGUF's tensors that the embedding and the head read: the head has no tensor of
+        its own (no output.weight: llama.cpp ties it to token_embd)."""
+        d = self.config.n_embd
+        return {"token_embd.weight": (gpt2.N_VOCAB, d), "position_embd.weight": (gpt2.N_CTX, d)}
+
+    # -- forward ------------------------------------------------------------------
+    def embed(self, ids, past_length=0):
+        """One sequence per row (module docstring); a batch of no rows decodes nothing."""
+        ids = np.asarray(ids)
+        rows = [self._decode_row(row, past_length) for row in ids]
+        if not rows:
+            return np.zeros((0, ids.shape[1] if ids.ndim == 2 else 0, self._wte.shape[1]), np.float32)
+        return np.stack(rows)
+
+    def _decode_row(self, row, past_length):
+        past = np.full(past_length, PAST_TOKEN, np.int32)  # numpy refuses a negative or fractional length
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self.ctx), True)
+        if past.size:
+            self._decode(past.tolist())
+        self._captured.clear()
+        self._capture_error = ""
+        self._decode(row.tolist())
+        if self._capture_error:
+            raise RuntimeError(self._capture_error)
+        if not self._captured:
+            raise RuntimeError(f"llama_decode returned 0 but its graph computed no {H_TENSOR!r} tensor")
+        return np.concatenate(self._captured)
+
+    def _decode(self, tokens: list):
+        """tokens into llama.cpp's cache, n_batch at a time as llama-cpp-python's Llama.eval feeds
+        them (llama_decode asserts n_tokens <= n_batch: a caller's contract, not a check of input)."""
+        for t in tokens:
+            if not -2**31 <= t < 2**31:
+                raise OverflowError(f"LlamaCppAdapter: token id {t} does not fit llama_token (int32_t), the type of "
+                                    "llama.cpp's batch; it cannot be passed to llama_decode")
+        n_batch = llama_cpp.llama_n_batch(self.ctx)
+        for start in range(0, max(len(tokens), 1), n_batch):  # an empty row is one (empty) call
+            chunk = tokens[start:start + n_batch]
+            array = (llama_cpp.llama_token * len(chunk))(*chunk)
+            self.engine.log.clear()
+            code = llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(array, len(chunk)))
+            if code != 0:
+                raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
+                                                                       if self.engine.log else ""))
+
+    def _log_tail(self) -> str:
+        return " ".join(line.strip() for line in self.engine.log[-6:] if line.strip())[:800]
+
+    def _free(self):
+        if self.ctx:
+            llama_cpp.llama_free(self.ctx)
+        if self.model:
+            llama_cpp.llama_model_free(self.model)
+        self.model = self.ctx = None
+
+    def __del__(self):
+        try:
+            self._free()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the process frees it all
+            pass
