@@ -1,6 +1,7 @@
 """The llama-cpp backend (backends/thirdparty/llama_cpp), beyond what tests/test_thirdparty.py runs
 on every third-party backend: h is read inside llama.cpp's graph (not recomputed), the offset is
-llama.cpp's own cache position, and what its waivers describe is what llama.cpp does with bad
+llama.cpp's own cache position, the logits are llama.cpp's head run on h_final written into its
+input, and what its waivers describe is what llama.cpp does with bad
 input (an error status for an id outside the vocabulary or a position past the context, the
 binding's RuntimeError without the value; an abort on a context longer than the trained one)."""
 
@@ -52,6 +53,19 @@ def test_h_is_read_from_llama_cpps_graph_at_its_own_cache_position(loaded, monke
     monkeypatch.setattr(llama_adapter, "H_TENSOR", "no-such-tensor")
     with pytest.raises(RuntimeError, match="computed no 'no-such-tensor' tensor"):
         adapter.embed(ids, 0)
+
+
+def test_logits_are_llama_cpps_head_on_the_h_final_written_into_its_input(loaded, monkeypatch):
+    adapter, wte, _ = loaded
+    h = np.random.default_rng(1).standard_normal((2, 3, D), dtype=np.float32)
+    logits = adapter.logits(h)
+    exact = h.astype(np.float64) @ wte.T.astype(np.float64)
+    assert logits.shape == (2, 3, gpt2.N_VOCAB) and logits.dtype == np.float32
+    assert np.abs(logits - exact).max() < 1e-3 * np.abs(exact).max()  # float32 sums of 768 products
+    assert not np.array_equal(adapter.logits(h[:, :1] * 2), logits[:, :1])  # it is h_final that the head read
+    monkeypatch.setattr(llama_adapter, "HEAD_INPUT_TENSOR", "no-such-tensor")
+    with pytest.raises(RuntimeError, match="computed no 'no-such-tensor' tensor"):
+        adapter.logits(h)
 
 
 def test_the_gguf_holds_the_tables_and_no_head_of_its_own(tmp_path):

@@ -37,10 +37,18 @@ What is observed, and how (Capabilities.black_box):
   raises OverflowError for it rather than pass another id.
 - tables(): the arrays written into the GGUF; llama.cpp offers no read-back of a weight.
 
-Not claimed: the tied head (llama.cpp's head reads output_norm(h), never a given h_final, and
-no API feeds it one), the implementation's init (llama.cpp loads weights, it has no
-initialiser), gradients, in-place table updates, float16 and bfloat16 (the GGUF holds float32
-tables; llama.cpp computes inpL in float32 whatever the table type).
+- logits: llama.cpp's own head, the graph's mul_mat of the tied token_embd (no output.weight)
+  with its input, the tensor llama.cpp names "result_norm" (ln_f's output; gpt2.cpp:
+  `cb(cur, "result_norm", -1)`, then `build_lora_mm(model.output, cur)`). No API feeds the head
+  an h_final, so the eval callback writes h_final into "result_norm" once llama.cpp has computed
+  it and before the head reads it (ggml_backend_tensor_set), for a batch of placeholder tokens
+  (id 0 at positions 0..T-1, each an output) of one sequence per row; the logits are
+  llama_get_logits, as any caller reads them. The head's kernel, its weights and its layout are
+  llama.cpp's; only its input is replaced.
+
+Not claimed: the implementation's init (llama.cpp loads weights, it has no initialiser),
+gradients, in-place table updates, float16 and bfloat16 (the GGUF holds float32 tables;
+llama.cpp computes inpL in float32 whatever the table type).
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.backends.thirdparty.llama_cpp import gguf_model
 
 H_TENSOR = "inpL"  # llama.cpp's name for tok + pos embedding in its GPT-2 graph (gpt2.cpp)
+HEAD_INPUT_TENSOR = "result_norm"  # ln_f's output, the input of the tied head (gpt2.cpp: cb(cur, "result_norm"))
 PAST_TOKEN = 0  # what fills the cache before a row decoded at past_length > 0
 CONTEXT = 0  # llama.cpp's n_ctx: 0 = the model's trained context (1024 for GPT-2)
 STOP_AFTER_H = True  # end the graph's evaluation once h is read (module docstring)
@@ -66,12 +75,14 @@ _NE_OFFSET = 16  # struct ggml_tensor: enum type (4 + 4 padding), buffer pointer
 
 def _ggml_base():
     """libggml-base from the wheel's lib folder: ggml_get_name, ggml_nbytes and
-    ggml_backend_tensor_get for the eval callback (llama_cpp binds none of them)."""
+    ggml_backend_tensor_get/set for the eval callback (llama_cpp binds none of them)."""
     lib = ctypes.CDLL(os.path.join(os.path.dirname(llama_cpp.__file__), "lib", "libggml-base.so"))
     lib.ggml_get_name.restype, lib.ggml_get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
     lib.ggml_nbytes.restype, lib.ggml_nbytes.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
     lib.ggml_backend_tensor_get.restype = None
     lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    lib.ggml_backend_tensor_set.restype = None
+    lib.ggml_backend_tensor_set.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
     return lib
 
 
@@ -101,11 +112,12 @@ class _Engine:
 
 class LlamaCppAdapter(Adapter):
     capabilities = Capabilities(
-        dtypes=("float32",), devices=("cpu",), kv_cache=True, tied_head=False, init=False, gradients=False,
+        dtypes=("float32",), devices=("cpu",), kv_cache=True, tied_head=True, init=False, gradients=False,
         mutable_tables=False,
-        black_box="GPT-2 GGUF (gguf.GGUFWriter, no blocks) run by llama.cpp through llama-cpp-python's C API; "
+        black_box="GPT-2 GGUF (gguf.GGUFWriter, one zero block) run by llama.cpp through llama-cpp-python's C API; "
                   "h = the graph's 'inpL' tensor read by the eval callback (cb_eval); offset = past_length tokens "
-                  "decoded into the KV cache before the row")
+                  "decoded into the KV cache before the row; logits = its tied head with h_final written into its "
+                  "input ('result_norm') by the callback")
 
     @classmethod
     def implementation(cls) -> str:
@@ -122,22 +134,29 @@ class LlamaCppAdapter(Adapter):
         self._wte = self._wpe = None
         self._captured: list[np.ndarray] = []  # h of the call in flight, one array per graph evaluation
         self._capture_error = ""
+        self._head_input: np.ndarray | None = None  # set while logits() runs: h_final rows of one sequence
 
         @llama_cpp.ggml_backend_sched_eval_callback
         def observe(tensor, ask, user_data):
+            # never raise through C: a problem is recorded and said after the call
             ggml = self.engine.ggml
-            if ggml.ggml_get_name(tensor) != H_TENSOR.encode():
+            wanted = HEAD_INPUT_TENSOR if self._head_input is not None else H_TENSOR
+            if ggml.ggml_get_name(tensor) != wanted.encode():
                 return not ask  # ask: not wanted; after compute: go on
             if ask:
                 return True
             ne = (ctypes.c_int64 * 4).from_address(tensor + _NE_OFFSET)
-            out = np.empty((ne[1], ne[0]), np.float32)
-            if out.nbytes != ggml.ggml_nbytes(tensor):  # never raise through C: say so after the call
-                self._capture_error = (f"llama.cpp's {H_TENSOR} holds {ggml.ggml_nbytes(tensor)} bytes, not "
-                                       f"float32 {tuple(out.shape)}")
+            buffer = self._head_input if self._head_input is not None else np.empty((ne[1], ne[0]), np.float32)
+            if (ne[1], ne[0]) != buffer.shape or buffer.nbytes != ggml.ggml_nbytes(tensor):
+                self._capture_error = (f"llama.cpp's {wanted} holds {ggml.ggml_nbytes(tensor)} bytes as "
+                                       f"[{ne[1]}, {ne[0]}], not float32 {tuple(buffer.shape)}")
                 return False
-            ggml.ggml_backend_tensor_get(tensor, out.ctypes.data, 0, out.nbytes)
-            self._captured.append(out)
+            if self._head_input is not None:  # the head's input becomes h_final, before the head reads it
+                ggml.ggml_backend_tensor_set(tensor, buffer.ctypes.data, 0, buffer.nbytes)
+                self._captured.append(buffer)
+                return True
+            ggml.ggml_backend_tensor_get(tensor, buffer.ctypes.data, 0, buffer.nbytes)
+            self._captured.append(buffer)
             return not STOP_AFTER_H
 
         self._observe = observe  # kept alive: the context holds the pointer
@@ -154,7 +173,7 @@ class LlamaCppAdapter(Adapter):
             if not model:
                 raise RuntimeError(f"llama_model_load_from_file failed: {self._log_tail()}")
         finally:
-            shutil.rmtree(folder, ignore_errors=True)  # the model holds its tensors in memory (no mmap left open)
+            shutil.rmtree(folder, ignore_errors=True)  # the model maps the file: its pages outlive the name
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = CONTEXT
         params.n_batch = params.n_ubatch = wpe.shape[0]
@@ -214,6 +233,45 @@ class LlamaCppAdapter(Adapter):
             if code != 0:
                 raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
                                                                        if self.engine.log else ""))
+
+    def logits(self, h_final):
+        """One sequence per row of h_final (module docstring: the head's input replaced)."""
+        h_final = np.asarray(h_final)
+        rows = [self._head_row(row) for row in h_final]
+        if not rows:
+            return np.zeros((0, h_final.shape[1] if h_final.ndim == 3 else 0, gpt2.N_VOCAB), np.float32)
+        return np.stack(rows)
+
+    def _head_row(self, row):
+        n_batch = llama_cpp.llama_n_batch(self.ctx)
+        pieces = []
+        for start in range(0, max(len(row), 1), n_batch):  # an empty row is one (empty) call
+            chunk = np.ascontiguousarray(row[start:start + n_batch], np.float32)
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self.ctx), True)
+            batch = llama_cpp.llama_batch_init(len(chunk), 0, 1)
+            try:
+                batch.n_tokens = len(chunk)
+                for i in range(len(chunk)):  # placeholder tokens whose every position is an output
+                    batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = PAST_TOKEN, i, 1, 1
+                    batch.seq_id[i][0] = 0
+                self._captured.clear()
+                self._capture_error = ""
+                self._head_input = chunk
+                self.engine.log.clear()
+                code = llama_cpp.llama_decode(self.ctx, batch)
+            finally:
+                self._head_input = None
+                llama_cpp.llama_batch_free(batch)
+            if code != 0:
+                raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
+                                                                       if self.engine.log else ""))
+            if self._capture_error:
+                raise RuntimeError(self._capture_error)
+            if not self._captured:
+                raise RuntimeError(f"llama_decode returned 0 but its graph computed no {HEAD_INPUT_TENSOR!r} tensor")
+            logits = llama_cpp.llama_get_logits(self.ctx)
+            pieces.append(np.ctypeslib.as_array(logits, shape=(len(chunk), gpt2.N_VOCAB)).copy())
+        return np.concatenate(pieces)
 
     def _log_tail(self) -> str:
         return " ".join(line.strip() for line in self.engine.log[-6:] if line.strip())[:800]
