@@ -59,7 +59,7 @@ def test_a_native_hook_of_the_wrong_type_is_named():
 
 
 NATIVE_BACKENDS = ("torch", "hf-transformers", "transformer-lens", "keras-hub-tensorflow", "keras-hub-jax",
-                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf")
+                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf", "llama-cpp")
 NATIVE_CHECK = """
 import sys, numpy as np
 from gpt2_conformance import registry

@@ -6,4 +6,4 @@ adapter.py and waivers.toml."""
 from gpt2_conformance.api.backend import JUDGED, Backend
 
 BACKEND = Backend(name="llama-cpp", adapter="adapter:LlamaCppAdapter", requires=("llama_cpp", "gguf"),
-                  kind=JUDGED, extra="llama-cpp", waivers="waivers.toml")
+                  kind=JUDGED, extra="llama-cpp", waivers="waivers.toml", bench="bench")

@@ -246,32 +246,41 @@ class LlamaCppAdapter(Adapter):
         n_batch = llama_cpp.llama_n_batch(self.ctx)
         pieces = []
         for start in range(0, max(len(row), 1), n_batch):  # an empty row is one (empty) call
-            chunk = np.ascontiguousarray(row[start:start + n_batch], np.float32)
             llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self.ctx), True)
-            batch = llama_cpp.llama_batch_init(len(chunk), 0, 1)
-            try:
-                batch.n_tokens = len(chunk)
-                for i in range(len(chunk)):  # placeholder tokens whose every position is an output
-                    batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = PAST_TOKEN, i, 1, 1
-                    batch.seq_id[i][0] = 0
-                self._captured.clear()
-                self._capture_error = ""
-                self._head_input = chunk
-                self.engine.log.clear()
-                code = llama_cpp.llama_decode(self.ctx, batch)
-            finally:
-                self._head_input = None
-                llama_cpp.llama_batch_free(batch)
-            if code != 0:
-                raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
-                                                                       if self.engine.log else ""))
-            if self._capture_error:
-                raise RuntimeError(self._capture_error)
-            if not self._captured:
-                raise RuntimeError(f"llama_decode returned 0 but its graph computed no {HEAD_INPUT_TENSOR!r} tensor")
-            logits = llama_cpp.llama_get_logits(self.ctx)
-            pieces.append(np.ctypeslib.as_array(logits, shape=(len(chunk), gpt2.N_VOCAB)).copy())
+            logits = self.head_call(np.ascontiguousarray(row[start:start + n_batch], np.float32), 0)
+            pieces.append(logits.copy())  # llama.cpp's output buffer is reused by the next call
         return np.concatenate(pieces)
+
+    def head_call(self, h_final, first_position: int) -> np.ndarray:
+        """llama.cpp's head on h_final [T, d] (float32, contiguous): T placeholder tokens of
+        sequence 0 at first_position.., each an output, their "result_norm" replaced by h_final;
+        the tokens leave the cache afterwards. Returns a view of llama.cpp's logits buffer."""
+        n = len(h_final)
+        batch = llama_cpp.llama_batch_init(n, 0, 1)
+        try:
+            batch.n_tokens = n
+            for i in range(n):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = PAST_TOKEN, first_position + i, 1, 1
+                batch.seq_id[i][0] = 0
+            self._captured.clear()
+            self._capture_error = ""
+            self._head_input = h_final
+            self.engine.log.clear()
+            code = llama_cpp.llama_decode(self.ctx, batch)
+        finally:
+            self._head_input = None
+            llama_cpp.llama_batch_free(batch)
+        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), 0, first_position, -1)
+        if code != 0:
+            raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
+                                                                   if self.engine.log else ""))
+        if self._capture_error:
+            raise RuntimeError(self._capture_error)
+        if not self._captured:
+            raise RuntimeError(f"llama_decode returned 0 but its graph computed no {HEAD_INPUT_TENSOR!r} tensor")
+        address = ctypes.cast(llama_cpp.llama_get_logits(self.ctx), ctypes.c_void_p).value
+        floats = (ctypes.c_float * (n * gpt2.N_VOCAB)).from_address(address)  # no copy: llama.cpp's memory
+        return np.frombuffer(floats, np.float32).reshape(n, gpt2.N_VOCAB)
 
     def _log_tail(self) -> str:
         return " ".join(line.strip() for line in self.engine.log[-6:] if line.strip())[:800]
