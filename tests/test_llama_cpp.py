@@ -22,18 +22,14 @@ for _module in ("llama_cpp", "gguf"):
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.backends.thirdparty.llama_cpp import adapter as llama_adapter  # noqa: E402
 from gpt2_conformance.backends.thirdparty.llama_cpp.adapter import LlamaCppAdapter  # noqa: E402
+from helpers.loaded_engines import load_random_tables  # noqa: E402
 
 D = gpt2.N_EMBD_SMALL
 
 
 @pytest.fixture(scope="module")
 def loaded():
-    rng = np.random.default_rng(0)
-    wte = rng.standard_normal((gpt2.N_VOCAB, D), dtype=np.float32)
-    wpe = rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32)
-    adapter = LlamaCppAdapter()
-    adapter.load_tables(wte, wpe)
-    return adapter, wte, wpe
+    return load_random_tables(LlamaCppAdapter)
 
 
 def test_h_is_read_from_llama_cpps_graph_at_its_own_cache_position(loaded, monkeypatch):

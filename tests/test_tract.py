@@ -22,18 +22,14 @@ import tract  # noqa: E402
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export  # noqa: E402
 from gpt2_conformance.backends.thirdparty.tract_hf.adapter import TractHFAdapter  # noqa: E402
+from helpers.loaded_engines import load_random_tables  # noqa: E402
 
 D = gpt2.N_EMBD_SMALL
 
 
 @pytest.fixture(scope="module")
 def loaded():
-    rng = np.random.default_rng(0)
-    wte = rng.standard_normal((gpt2.N_VOCAB, D), dtype=np.float32)
-    wpe = rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32)
-    adapter = TractHFAdapter()
-    adapter.load_tables(wte, wpe)
-    return adapter, wte, wpe
+    return load_random_tables(TractHFAdapter)
 
 
 def test_runs_the_onnxruntime_graph_one_model_per_output(loaded):
