@@ -208,14 +208,9 @@ class LlamaCppAdapter(Adapter):
         llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self.ctx), True)
         if past.size:
             self._decode(past.tolist())
-        self._captured.clear()
-        self._capture_error = ""
+        self._start_capture()
         self._decode(row.tolist())
-        if self._capture_error:
-            raise RuntimeError(self._capture_error)
-        if not self._captured:
-            raise RuntimeError(f"llama_decode returned 0 but its graph computed no {H_TENSOR!r} tensor")
-        return np.concatenate(self._captured)
+        return np.concatenate(self.captured(H_TENSOR))
 
     def _decode(self, tokens: list):
         """tokens into llama.cpp's cache, n_batch at a time as llama-cpp-python's Llama.eval feeds
@@ -229,10 +224,7 @@ class LlamaCppAdapter(Adapter):
             chunk = tokens[start:start + n_batch]
             array = (llama_cpp.llama_token * len(chunk))(*chunk)
             self.engine.log.clear()
-            code = llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(array, len(chunk)))
-            if code != 0:
-                raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
-                                                                       if self.engine.log else ""))
+            self.check_status(llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(array, len(chunk))))
 
     def logits(self, h_final):
         """One sequence per row of h_final (module docstring: the head's input replaced)."""
@@ -262,8 +254,7 @@ class LlamaCppAdapter(Adapter):
             for i in range(n):
                 batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = PAST_TOKEN, first_position + i, 1, 1
                 batch.seq_id[i][0] = 0
-            self._captured.clear()
-            self._capture_error = ""
+            self._start_capture()
             self._head_input = h_final
             self.engine.log.clear()
             code = llama_cpp.llama_decode(self.ctx, batch)
@@ -271,16 +262,31 @@ class LlamaCppAdapter(Adapter):
             self._head_input = None
             llama_cpp.llama_batch_free(batch)
         llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), 0, first_position, -1)
-        if code != 0:
-            raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
-                                                                   if self.engine.log else ""))
-        if self._capture_error:
-            raise RuntimeError(self._capture_error)
-        if not self._captured:
-            raise RuntimeError(f"llama_decode returned 0 but its graph computed no {HEAD_INPUT_TENSOR!r} tensor")
+        self.check_status(code)
+        self.captured(HEAD_INPUT_TENSOR)
         address = ctypes.cast(llama_cpp.llama_get_logits(self.ctx), ctypes.c_void_p).value
         floats = (ctypes.c_float * (n * gpt2.N_VOCAB)).from_address(address)  # no copy: llama.cpp's memory
         return np.frombuffer(floats, np.float32).reshape(n, gpt2.N_VOCAB)
+
+    def _start_capture(self):
+        self._captured.clear()
+        self._capture_error = ""
+
+    def captured(self, name: str) -> list:
+        """What the eval callback read or wrote during the call that just returned 0: one array
+        per graph evaluation; raises if it saw no tensor `name` or one it could not take."""
+        if self._capture_error:
+            raise RuntimeError(self._capture_error)
+        if not self._captured:
+            raise RuntimeError(f"llama_decode returned 0 but its graph computed no {name!r} tensor")
+        return self._captured
+
+    def check_status(self, code: int):
+        """llama_decode's status as llama-cpp-python's LlamaContext.decode raises it, with the lines
+        llama.cpp logged during the call."""
+        if code != 0:
+            raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
+                                                                   if self.engine.log else ""))
 
     def _log_tail(self) -> str:
         return " ".join(line.strip() for line in self.engine.log[-6:] if line.strip())[:800]

@@ -19,7 +19,7 @@ import llama_cpp
 import numpy as np
 
 from gpt2_conformance.api.bench import NativeBench
-from gpt2_conformance.backends.thirdparty.llama_cpp.adapter import PAST_TOKEN
+from gpt2_conformance.backends.thirdparty.llama_cpp.adapter import H_TENSOR, PAST_TOKEN
 
 
 def native_available(device: str) -> tuple[bool, str]:
@@ -49,12 +49,13 @@ def native_bench(adapter, device: str):
         hold(past_length)
         out = []
         for tokens in rows:
-            adapter._captured.clear()
+            adapter._start_capture()
+            adapter.engine.log.clear()
             code = llama_cpp.llama_decode(adapter.ctx, llama_cpp.llama_batch_get_one(tokens, len(tokens)))
             llama_cpp.llama_memory_seq_rm(memory, 0, past_length, -1)
-            if code != 0 or len(adapter._captured) != 1:
-                raise RuntimeError(f"llama_decode returned {code} with {len(adapter._captured)} h tensors read")
-            out.append(adapter._captured[0])
+            adapter.check_status(code)
+            (h,) = adapter.captured(H_TENSOR)  # a row of at most n_batch tokens: one graph evaluation
+            out.append(h)
         return out
 
     def logits(h):
