@@ -69,7 +69,7 @@ def combine(results: list[dict]) -> dict:
         for rec in res.get("records", []):
             by_key.setdefault(_key(rec), []).append(rec)
     records = [_combined_record(recs) for recs in by_key.values()]
-    return dict(results[0], records=records, limits=_combined_limits(results), processes=len(results))
+    return dict(results[0], records=records, limits=_combined_limits(results))
 
 
 def cross_process_spread_pct(process_medians: list[float] | tuple[float, ...], median: float) -> float:
