@@ -25,17 +25,15 @@ def pytest_configure(config):
 
     memory.keep_freed_memory()
     os.environ.update(memory.child_env())
-    # Under xdist with a worker per core, every core already runs a worker and its suite child:
-    # BLAS and OpenMP thread pools of their own only spin against each other (2 shards of the
-    # NumPy suite on 2 cores: 22.1 s and 41 CPU-s with the default pools, 14.9 s and 27 CPU-s with
-    # one thread). Set before any child starts; a value already in the environment wins. Verdicts
-    # do not depend on it (a thread count changes float32 summation order, within every bound).
-    from gpt2_conformance.api.machine import cores
+    # Under xdist every worker runs its suite children beside the other workers': the suite's
+    # own thread pools get each worker's share of the cores (machine.thread_pools_for; `run`
+    # sizes its shards the same way). Set before any child starts; a value already in the
+    # environment wins. Verdicts do not depend on it (a thread count changes float32 summation
+    # order, within every bound).
+    from gpt2_conformance.api.machine import thread_pools_for
 
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1 and workers >= cores():
-        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-            os.environ.setdefault(name, "1")
+    for name, value in thread_pools_for(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))).items():
+        os.environ.setdefault(name, value)
 
 
 def pytest_addoption(parser):

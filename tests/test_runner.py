@@ -181,3 +181,34 @@ def test_a_pytest_plugin_installed_beside_the_suite_cannot_change_a_verdict(tmp_
     assert result.error == ""
     for clause in ("POSITIONS-DECODE", "SHAPE-EMPTY", "TIED-NO-BIAS"):
         assert _status(result, clause).status == res.PASS, _status(result, clause).message
+
+
+@pytest.mark.parametrize("shards,side_by_side,cores,expected", [
+    (2, 1, 2, "1"),   # `run --backend numpy` on 2 cores: two shards, one thread each
+    (1, 2, 2, "1"),   # `run --backend all --jobs 2`: two backends side by side
+    (2, 1, 8, "4"),   # each shard its share of the cores
+    (1, 1, 2, None),  # one child alone: the pools keep their own default (every core)
+])
+def test_children_running_at_once_share_the_cores_thread_pools(monkeypatch, shards, side_by_side, cores, expected):
+    """Each suite child's BLAS/OpenMP pools get cores // (children at once): with every pool
+    sized to the whole machine, two shards of the NumPy suite on 2 cores took 14-25 s against
+    9-12 s with one thread each. A value the user set wins."""
+    envs = []
+    monkeypatch.setattr(runner.machine, "cores", lambda: cores)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+
+    def popen(cmd, **kwargs):
+        envs.append(kwargs["env"])
+        raise RuntimeError("recorded: no child started")
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    with pytest.raises(RuntimeError, match="recorded"):
+        runner.run_backend("numpy", shards=shards, side_by_side=side_by_side)
+    assert envs and all(env.get("OPENBLAS_NUM_THREADS") == expected == env.get("OMP_NUM_THREADS") for env in envs), \
+        [(env.get("OPENBLAS_NUM_THREADS"), env.get("OMP_NUM_THREADS")) for env in envs]
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    envs.clear()
+    with pytest.raises(RuntimeError, match="recorded"):
+        runner.run_backend("numpy", shards=shards, side_by_side=side_by_side)
+    assert all(env["OMP_NUM_THREADS"] == "3" for env in envs)

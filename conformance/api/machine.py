@@ -11,3 +11,18 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+# The thread pools of numpy's BLAS and of torch (OpenMP). Each sizes itself to every core, so N
+# processes at once on the same cores each spin N times too many threads against the others.
+THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_pools_for(processes: int) -> dict[str, str]:
+    """Environment variables that give each of `processes` processes running at once its share
+    of the cores (at least one thread); empty for one process. A caller sets them where not
+    already set: a user's own setting wins."""
+    if processes <= 1:
+        return {}
+    threads = str(max(1, cores() // processes))
+    return {name: threads for name in THREAD_POOL_VARIABLES}

@@ -153,14 +153,14 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResul
     return result
 
 
-def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1) -> res.SuiteResult:
+def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:
     log = console.log_path(log_dir, name, args.device)
     draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + \
         (["--gpt2c-no-shrink"] if args.no_shrink else [])
     cases = [arg for case in args.case for arg in ("--gpt2c-case", case)]
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
                                 checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=not args.case,
-                                shards=shards, extra_args=draws + cases)
+                                shards=shards, side_by_side=side_by_side, extra_args=draws + cases)
     result.environment["draws"] = ({"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR, "seed": args.seed,
                                     "replay": f"--thorough --seed {args.seed}"} if args.thorough
                                    else {"mode": "default", "derandomized": True})
@@ -215,9 +215,10 @@ def _run_all(args) -> int:
         else:
             todo.append(name)
     jobs = args.jobs or cores()
+    at_once = max(1, min(jobs, len(todo) or 1))
     results = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1))) as pool:
-        futures = [pool.submit(_judge_named, name, args, log_dir) for name in todo]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+        futures = [pool.submit(_judge_named, name, args, log_dir, at_once) for name in todo]
         for future in futures:  # in submission order: the output does not depend on which finishes first
             result = future.result()
             print(report.scorecard(result), flush=True)
@@ -229,7 +230,7 @@ def _run_all(args) -> int:
     return res.combined_exit_code([r.exit_code for r in results])
 
 
-def _judge_named(name: str, args, log_dir: str) -> res.SuiteResult:
+def _judge_named(name: str, args, log_dir: str, side_by_side: int = 1) -> res.SuiteResult:
     try:
         waiver_list = _waivers(name, args, log_dir)
     except (ImportError, LookupError, ValueError) as exc:
@@ -237,4 +238,4 @@ def _judge_named(name: str, args, log_dir: str) -> res.SuiteResult:
         result.log_path = console.log_path(log_dir, name, args.device)
         result.environment["log"] = os.path.basename(result.log_path)
         return result
-    return _judge(name, args, waiver_list, log_dir)
+    return _judge(name, args, waiver_list, log_dir, side_by_side=side_by_side)

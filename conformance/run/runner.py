@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from gpt2_conformance import registry
 from gpt2_conformance import results as res
 from gpt2_conformance import spec
+from gpt2_conformance.api import machine
 from gpt2_conformance.run import events as events_file
 from gpt2_conformance.run import memory
 from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
@@ -133,12 +134,14 @@ def _now() -> str:
 def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
                 adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE,
                 checkpoint: str | None = None, log_path: str | None = None, echo: bool = False,
-                parity: bool = False, shards: int = 1) -> res.SuiteResult:
+                parity: bool = False, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:
     """The suite on a backend in child processes (see module docstring). `checkpoint`: the
     GOLDEN clauses use that checkpoint's tables instead of the shipped real data. `parity`: the
     child also computes the run's parity fingerprint after the last clause (result.parity).
     `shards`: the suite split over that many child processes at once (every N-th test each), for
-    a verdict in a fraction of the time on a machine with idle cores. The children's own output
+    a verdict in a fraction of the time on a machine with idle cores. `side_by_side`: how many
+    such runs share the machine at once (`run --backend all --jobs N`); with the shards, it sizes
+    each child's BLAS/OpenMP thread pools to its share of the cores. The children's own output
     (pytest's, the frameworks' logging) is appended to `log_path` if given, and echoed to stderr
     with `echo`; it never reaches the console otherwise."""
     target = ["--gpt2c-adapter", adapter_spec] if adapter_spec else ["--gpt2c-backend", name]
@@ -150,14 +153,15 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     start = time.perf_counter()
     hang_grace = min(hang_grace, test_timeout)
     shards = max(1, shards)
+    threads = machine.thread_pools_for(shards * max(1, side_by_side))
     args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *(["--gpt2c-parity"] if parity and i == 0 else [])]
             for i in range(shards)]
     log_lock = threading.Lock()
     if shards == 1:
-        passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock)]
+        passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock, threads)]
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=shards) as pool:
-            passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock), args))
+            passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, threads), args))
     outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
     error = next((p.error for p in passes if p.error), "")
     session = passes[0].session
@@ -180,11 +184,13 @@ class _Passes:
 
 
 def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: str | None, echo: bool,
-            log_lock: threading.Lock) -> _Passes:
+            log_lock: threading.Lock, threads: dict | None = None) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
-    the rest."""
+    the rest. `threads`: thread-pool sizes for the children, where the environment sets none."""
     env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
+    for name, value in (threads or {}).items():
+        env.setdefault(name, value)
     out = _Passes()
     clauses: dict[str, str] | None = None  # nodeid -> clause of every test, from the first collection
     with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:
