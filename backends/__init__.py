@@ -31,4 +31,5 @@ FOLDERS = (
     "thirdparty.openvino_hf",
     "thirdparty.tract_hf",
     "thirdparty.llama_cpp",
+    "thirdparty.ctranslate2",
 )

@@ -26,7 +26,7 @@ CSS = """
 :root { --pass:#d7f0d7; --fail:#f7c6c6; --waived:#fbe7b5; --nc:#e4e4e4; --skip:#dfe7f2; --error:#e8c8f0;
         --absent:#fff; --ink:#1b1b1b; --muted:#555; --line:#bbb; }
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); margin: 1rem auto;
-       max-width: 1800px; padding: 0 1rem; }
+       max-width: 2200px; padding: 0 1rem; }  /* 15 columns of 7.5em fit beside the clause column */
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin: 1.6rem 0 .4rem; }
 h3 { font-size: 1rem; margin: 1rem 0 0; }
 .meta { color: var(--muted); margin: 0; }

@@ -1,0 +1,8 @@
+"""Third-party backend: CTranslate2 (OpenNMT's C++ inference engine, PyPI wheel `ctranslate2`)
+running a GPT-2 decoder written with its own model specification (its GPT-2 converter's spec, one
+zero block, no final norm; no hub). See adapter.py, model.py and waivers.toml."""
+
+from gpt2_conformance.api.backend import JUDGED, Backend
+
+BACKEND = Backend(name="ctranslate2", adapter="adapter:CTranslate2Adapter", requires=("ctranslate2",),
+                  kind=JUDGED, extra="ctranslate2", waivers="waivers.toml")
