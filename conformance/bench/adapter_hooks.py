@@ -77,6 +77,7 @@ class _Runner:
         # an adapter that claims only the CPU is built there; its native hooks move it
         self.adapter = hooks.factory(AdapterConfig(n_embd=wte.shape[1], device=device if device in devices else "cpu"))
         self.adapter.load_tables(wte, wpe)
+        self.caches = capabilities_of(hooks.factory).kv_cache
         self.nb = native.find(self.adapter, device) if mode == "native" else None
         if mode == "native" and self.nb is None:
             raise RuntimeError(f"{hooks.spec}: no native bench hooks")
@@ -90,6 +91,8 @@ class _Runner:
         return out if self.nb is None else self.nb.sync(out)
 
     def make(self, w, ids, past_length, dh=None, h=None):
+        if past_length and w.kind != "logits" and not self.caches:
+            return None  # a cached call the implementation does not claim (kv_cache): nothing to time
         if self.nb is not None:
             nb = self.nb
             if w.kind == "forward":

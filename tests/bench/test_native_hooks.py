@@ -59,11 +59,11 @@ def test_a_native_hook_of_the_wrong_type_is_named():
 
 
 NATIVE_BACKENDS = ("torch", "hf-transformers", "transformer-lens", "keras-hub-tensorflow", "keras-hub-jax",
-                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf", "llama-cpp")
+                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf", "llama-cpp", "ctranslate2")
 NATIVE_CHECK = """
 import sys, numpy as np
 from gpt2_conformance import registry
-from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
 from gpt2_conformance.bench import native
 from gpt2_conformance.bench.child import tables
 name = sys.argv[1]
@@ -76,12 +76,14 @@ nb = native.find(adapter, "cpu")
 # int64: every adapter takes it. T = 16: MLX's CPU head takes ~10 s a call at T = 128, and
 # neither the conversions nor the equality checked depend on T
 ids = np.random.default_rng(0).integers(0, 50257, (2, 16)).astype(np.int64)
-for past in (0, 5, 5):
+caches = capabilities_of(factory).kv_cache  # no cache claimed (ctranslate2): past_length 0 only
+for past in (0, 5, 5) if caches else (0, 0):
     t = nb.put(ids)
-    nb.sync(nb.logits(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
+    head = nb.logits or (lambda h: h)  # a head the hooks do not time (ctranslate2) is not called
+    nb.sync(head(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
     with native.conversion_guard() as seen:
         h = nb.sync(nb.forward(t, past))
-        logits = nb.sync(nb.logits(h))
+        logits = nb.sync(head(h))
     assert seen == [], f"{name}: numpy conversions inside a native call: {seen}"
     assert type(h).__module__.split(".")[0] != "numpy", f"{name}: native h is {type(h)}"
     if hasattr(h, "numpy") and not hasattr(h, "detach"):  # an OrtValue or a tf tensor
@@ -93,7 +95,7 @@ for past in (0, 5, 5):
     same = np.array_equal(np.asarray(adapter.embed(ids, past)), native_h)
     assert same, f"{name}: native h differs from the Adapter API's h at past_length={past}"
 with native.conversion_guard() as seen:
-    adapter.embed(ids, 5)
+    adapter.embed(ids, 5 if caches else 0)
 assert seen, f"{name}: the guard saw no conversion in the Adapter API's embed, so it proves nothing"
 print("ok", name, [n for n, _ in seen][:3])
 """

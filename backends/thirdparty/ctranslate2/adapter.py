@@ -59,8 +59,12 @@ class CTranslate2Adapter(Adapter):
         self._wte = self._wpe = None
         self._folders: list[str] = []
 
+    @property
+    def intra_threads(self) -> int:
+        return machine.cores()
+
     def _load(self, folder: str):
-        return ctranslate2.Generator(folder, device="cpu", compute_type="float32", intra_threads=machine.cores())
+        return ctranslate2.Generator(folder, device="cpu", compute_type="float32", intra_threads=self.intra_threads)
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
@@ -83,6 +87,9 @@ class CTranslate2Adapter(Adapter):
 
     # -- forward ------------------------------------------------------------------
     def embed(self, ids, past_length=0):
+        if past_length != 0:  # kv_cache is not claimed: never answer for positions it did not compute
+            raise NotImplementedError(f"CTranslate2Adapter: past_length={past_length!r}, but CTranslate2's Python API "
+                                      "runs given ids from position 0 only (kv_cache is not claimed)")
         ids = np.asarray(ids)
         return np.asarray(self.generator.forward_batch(ids.tolist()))
 
