@@ -17,8 +17,8 @@ What is observed, and how (Capabilities.black_box):
   package runs given ids after a cache (generate_* pick their own next tokens), so kv_cache is
   not claimed. A sequence longer than 1024 still reaches the position bound.
 - logits: CTranslate2's own output projection with wte as its weight (GPT-2's tied head), run
-  by the head model, whose token table holds h_final's rows (written into its saved model.bin
-  before each load, HEAD_ROWS rows a load) at zero positions: forward_batch([[0, 1, ...]]).
+  by the head model, whose token table holds h_final's rows (written into its model.bin, held
+  in memory, before each load, HEAD_ROWS rows a load) at zero positions: forward_batch([[0, 1, ...]]).
 - tables(): the arrays handed to CTranslate2; a Generator offers no read-back of a weight.
 
 Not claimed: init (CTranslate2 converts trained models, it has no initialiser), gradients,
@@ -57,24 +57,25 @@ class CTranslate2Adapter(Adapter):
         self.generator = None
         self.head: model.HeadModel | None = None
         self._wte = self._wpe = None
-        self._folders: list[str] = []
 
     @property
     def intra_threads(self) -> int:
         return machine.cores()
 
-    def _load(self, folder: str):
-        return ctranslate2.Generator(folder, device="cpu", compute_type="float32", intra_threads=self.intra_threads)
+    def _load(self, path: str, files: dict | None = None):
+        return ctranslate2.Generator(path, device="cpu", compute_type="float32", intra_threads=self.intra_threads,
+                                     files=files)
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
         self._free()
         wte, wpe = np.array(wte, np.float32), np.array(wpe, np.float32)
-        embedding, head = tempfile.mkdtemp(prefix="gpt2c-ct2-"), tempfile.mkdtemp(prefix="gpt2c-ct2-head-")
-        self._folders = [embedding, head]
-        self.generator = self._load(model.save_embedding_model(embedding, wte, wpe))
-        shutil.rmtree(embedding, ignore_errors=True)  # loaded: the Generator holds the weights
-        self.head = model.HeadModel(head, wte)
+        embedding = tempfile.mkdtemp(prefix="gpt2c-ct2-")
+        try:
+            self.generator = self._load(model.save_embedding_model(embedding, wte, wpe))
+        finally:
+            shutil.rmtree(embedding, ignore_errors=True)  # loaded: the Generator holds the weights
+        self.head = model.HeadModel(wte)
         self._wte, self._wpe = wte, wpe
 
     def tables(self):
@@ -100,16 +101,10 @@ class CTranslate2Adapter(Adapter):
         for start in range(0, len(rows), model.HEAD_ROWS):
             chunk = rows[start:start + model.HEAD_ROWS]
             self.head.write_rows(chunk)
-            generator = self._load(self.head.folder)
+            generator = self._load("gpt2c-ct2-head", files=self.head.files())  # a name, not a path: in memory
             out[start:start + len(chunk)] = np.asarray(generator.forward_batch([list(range(len(chunk)))]))[0]
             del generator
         return out.reshape(h_final.shape[:-1] + (gpt2.N_VOCAB,))
 
     def _free(self):
         self.generator = self.head = None
-        for folder in self._folders:
-            shutil.rmtree(folder, ignore_errors=True)
-        self._folders = []
-
-    def __del__(self):
-        self._free()

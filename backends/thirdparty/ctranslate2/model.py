@@ -6,8 +6,8 @@ CTranslate2 loads no model without a block (decoder/layer_0 must exist), so each
 transformer block whose weights and biases are zero: attention and MLP both add +0.0 to the
 residual stream, which leaves every non-zero value's bits as they are. Its MLP is one unit wide
 (CTranslate2 reads the width from the weights' shapes): at GPT-2's 4d a zero MLP would cost most
-of each call for nothing. The final layer norm is
-off (no_final_norm, a documented option of the spec), so the head reads the stream itself.
+of each call for nothing. The final layer norm is off (no_final_norm, a documented option of the
+spec), so the head reads the stream itself.
 
 - the embedding model: token and position tables as given, the head (`projection`) the identity
   [d, d], so the output's d columns are h itself: the projection's GEMM multiplies each h row
@@ -15,12 +15,14 @@ off (no_final_norm, a documented option of the spec), so the head reads the stre
 - the head model: the head (`projection`) is wte, as GPT-2 ties it (the converter writes
   lm_head.weight, which is wte); its "token table" holds the h_final rows to project and its
   position table is zero, so token k at position k reaches the head as h_final[k] + 0.0. The
-  rows are written into the saved model.bin in place (HeadModel.write_rows) before each load.
+  rows are written into its model.bin, held in memory (HeadModel.write_rows), before each load.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import numpy as np
 from ctranslate2.specs import common_spec, transformer_spec
@@ -67,24 +69,33 @@ def save_embedding_model(folder: str, wte: np.ndarray, wpe: np.ndarray) -> str:
 
 
 class HeadModel:
-    """The head model on disk, with the place of its token table's bytes in model.bin."""
+    """The head model's files, held in memory (CTranslate2 loads a model from memory with
+    Generator(..., files=...)), with a writable view of its token table inside model.bin: nothing
+    stays on disk, so a process that a bad input kills leaves no model behind."""
 
-    def __init__(self, folder: str, wte: np.ndarray):
+    def __init__(self, wte: np.ndarray):
         d = wte.shape[1]
         # a marker no float32 table of random values holds: rows of -(1..HEAD_ROWS*d) / 3
         marker = -(np.arange(1, HEAD_ROWS * d + 1, dtype=np.float32) / 3).reshape(HEAD_ROWS, d)
-        save(folder, marker, np.zeros((gpt2.N_CTX, d), np.float32), wte)
-        self.path = os.path.join(folder, "model.bin")
-        with open(self.path, "rb") as f:
-            data = f.read()
-        self.offset = data.find(marker.tobytes())
-        if self.offset < 0 or data.find(marker.tobytes(), self.offset + 1) >= 0:
+        folder = tempfile.mkdtemp(prefix="gpt2c-ct2-head-")
+        try:
+            save(folder, marker, np.zeros((gpt2.N_CTX, d), np.float32), wte)
+            self._files = {}
+            for name in os.listdir(folder):
+                with open(os.path.join(folder, name), "rb") as f:
+                    self._files[name] = bytearray(f.read())
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        data = self._files["model.bin"]
+        offset = data.find(marker.tobytes())
+        if offset < 0 or data.find(marker.tobytes(), offset + 1) >= 0:
             raise RuntimeError("CTranslate2's model.bin does not hold the head model's token table once, as written")
-        self.folder, self.d = folder, d
+        self.table = np.frombuffer(data, np.float32, count=marker.size, offset=offset).reshape(HEAD_ROWS, d)
 
     def write_rows(self, rows: np.ndarray) -> None:
-        """rows [n <= HEAD_ROWS, d] float32 become tokens 0..n-1 of the saved model."""
-        table = np.memmap(self.path, np.float32, "r+", offset=self.offset, shape=(HEAD_ROWS, self.d))
-        table[: len(rows)] = rows
-        table.flush()
-        del table
+        """rows [n <= HEAD_ROWS, d] float32 become tokens 0..n-1 of the model."""
+        self.table[: len(rows)] = rows
+
+    def files(self) -> dict[str, bytes]:
+        """The model's files as they are now, for Generator(..., files=...) (it takes bytes)."""
+        return {name: bytes(content) for name, content in self._files.items()}
