@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 
 def cores() -> int:
@@ -26,3 +27,21 @@ def thread_pools_for(processes: int) -> dict[str, str]:
         return {}
     threads = str(max(1, cores() // processes))
     return {name: threads for name in THREAD_POOL_VARIABLES}
+
+
+def private_cache_folder(name: str) -> str | None:
+    """This user's folder `name` for work one process leaves to the next (mode 0700, owned by this
+    user, under the temp directory), or None where it cannot be one: another user's, or one others
+    may write into, is not read from."""
+    mine = os.path.join(tempfile.gettempdir(), f"gpt2-conformance-{os.getuid()}")
+    folder = os.path.join(mine, name)
+    try:
+        os.makedirs(mine, mode=0o700, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for path in (mine, folder):
+            info = os.lstat(path)
+            if info.st_uid != os.getuid() or info.st_mode & 0o022 or not os.path.isdir(path) or os.path.islink(path):
+                return None
+    except OSError:
+        return None
+    return folder

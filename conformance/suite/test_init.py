@@ -25,7 +25,7 @@ def initialised(adapter_factory, capabilities, device):
 def _distinct_rows(table: np.ndarray) -> int:
     """Number of distinct rows (hash each row by a random projection, then compare rows that
     share a hash exactly, so the count is exact)."""
-    keys = table @ np.random.default_rng(0).standard_normal(table.shape[1])
+    keys = table @ np.random.default_rng(0).standard_normal(table.shape[1]).astype(table.dtype)
     order = np.argsort(keys, kind="stable")
     same_key = np.flatnonzero(keys[order][1:] == keys[order][:-1])
     duplicates = sum(np.array_equal(table[order[i]], table[order[i + 1]]) for i in same_key)
@@ -55,7 +55,9 @@ def test_wpe_init(initialised):
 @pytest.mark.clause("INIT-DISTINCT")
 def test_tables_distinct(make_adapter, initialised):
     """Not zero, no repeated rows, wpe not a multiple of wte[:1024], seeds differ."""
-    wte, wpe = (np.asarray(t, np.float64) for t in initialised)
+    # float32 tables stay float32 (exact comparisons either way; a float64 copy of wte was most of
+    # this test's second); other dtypes are compared in float64
+    wte, wpe = (t if t.dtype == np.float32 else np.asarray(t, np.float64) for t in map(np.asarray, initialised))
     call = f"init_tables(seed={SEED})"
     for name, table in (("wte", wte), ("wpe", wpe)):
         if not table.any():
@@ -63,9 +65,9 @@ def test_tables_distinct(make_adapter, initialised):
         rows = _distinct_rows(table)
         if rows != table.shape[0]:
             raise AssertionError(f"{name} has {rows} distinct rows, but should have {table.shape[0]} [{call}]")
-    head = wte[: gpt2.N_CTX]
-    scale = float((wpe * head).sum() / max((head * head).sum(), 1e-300))
-    if np.allclose(wpe, scale * head, rtol=0, atol=1e-7):
+    head, wpe64 = np.asarray(wte[: gpt2.N_CTX], np.float64), np.asarray(wpe, np.float64)
+    scale = float((wpe64 * head).sum() / max((head * head).sum(), 1e-300))
+    if np.allclose(wpe64, scale * head, rtol=0, atol=1e-7):
         raise AssertionError(f"wpe == {scale:.3g} * wte[:1024], but should be drawn independently [{call}]")
     other = make_adapter(load=False)
     other.init_tables(OTHER_SEED)

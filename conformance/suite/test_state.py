@@ -54,9 +54,11 @@ def test_row_update_seen_by_embed(make_adapter, capabilities, tables, step):
         assert_moves_exactly_at(first, adapter.embed(ids, past), ids == ROW, call, f"assign_wte_row({ROW})")
 
 
-def _reloaded_tables(tables):
+@pytest.fixture(scope="module")
+def reloaded_tables(tables):
     """Other tables, every row different: wte's rows shifted by one, wpe negated (exact);
-    read-only like the suite's own (an adapter may keep them without a copy)."""
+    read-only like the suite's own (an adapter may keep them without a copy). Made once for the
+    module's tests (a [50257, 768] copy each time was a tenth of a second)."""
     wte, wpe = np.roll(tables[0], 1, axis=0), -tables[1]
     wte.flags.writeable = wpe.flags.writeable = False
     return wte, wpe
@@ -64,7 +66,7 @@ def _reloaded_tables(tables):
 
 @pytest.mark.clause("STATE-UPDATES-SEEN")
 @pytest.mark.parametrize("call", ["embed", "embed cached", "logits", "gradients"])
-def test_reload_seen_by_every_call(make_adapter, capabilities, tables, call):
+def test_reload_seen_by_every_call(make_adapter, capabilities, reloaded_tables, call):
     """After load_tables(wte', wpe'), an adapter that answered on the old tables answers as a
     fresh adapter loaded with wte', wpe': bit for bit for h; for logits and gradients within
     twice the structural bound (two runs of one implementation's float32 reductions)."""
@@ -90,7 +92,7 @@ def test_reload_seen_by_every_call(make_adapter, capabilities, tables, call):
 
     adapter = make_adapter()
     answer(adapter)  # on the old tables: whatever the implementation caches is now built
-    new = _reloaded_tables(tables)
+    new = reloaded_tables
     adapter.load_tables(*new)
     fresh = make_adapter(load=False)
     fresh.load_tables(*new)

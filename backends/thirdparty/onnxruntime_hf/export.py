@@ -42,7 +42,7 @@ import warnings
 from dataclasses import dataclass
 from importlib.metadata import version
 
-from gpt2_conformance.api import gpt2
+from gpt2_conformance.api import gpt2, machine
 
 OPSET = 20  # torch 2.13's default (torch/onnx/_constants.py ONNX_DEFAULT_OPSET), pinned so the report can name it
 INPUTS = ("input_ids", "past_key", "past_value", "h_final")
@@ -139,22 +139,6 @@ def _find_tables(model, n_embd: int) -> tuple[str, str, bool]:
     return vocab[0], ctx[0], vocab[0] in head_inputs
 
 
-def _disk_folder() -> str | None:
-    """This user's export folder (mode 0700, owned by this user), or None where it cannot be one."""
-    mine = os.path.join(tempfile.gettempdir(), f"gpt2-conformance-{os.getuid()}")
-    folder = os.path.join(mine, "onnx-export")
-    try:
-        os.makedirs(mine, mode=0o700, exist_ok=True)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        for path in (mine, folder):
-            info = os.lstat(path)
-            if info.st_uid != os.getuid() or info.st_mode & 0o022 or not os.path.isdir(path) or os.path.islink(path):
-                return None  # another user's, or others may write into it: read no graph from it
-    except OSError:
-        return None
-    return folder
-
-
 def _disk_key(n_embd: int, dtype: str, offset: str) -> str:
     """Everything the graph depends on, without importing what made it: the HF config is
     gpt2_config(n_embd) of the installed transformers, so its source and that version stand for it."""
@@ -197,7 +181,7 @@ def export(n_embd: int, dtype: str, offset: str = "cache") -> ExportedGraph:
     key = (n_embd, dtype, offset)
     if key in _CACHE:
         return _CACHE[key]
-    folder = _disk_folder()
+    folder = machine.private_cache_folder("onnx-export")
     disk_key = _disk_key(n_embd, dtype, offset) if folder else ""
     graph = _read_disk(folder, disk_key) if folder else None
     if graph is None:

@@ -1,0 +1,65 @@
+"""The suite's random tables (conformance/runtime/tables.py) are drawn once and kept on disk for
+the next process: what a process reads back must be exactly what the seed draws, and a file
+that is not (truncated, another draw, another shape) is drawn again, never used."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+from gpt2_conformance.runtime import tables
+
+D = 64  # any width: the cache is per width
+
+
+@pytest.fixture
+def private_temp(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tables.random_tables.cache_clear()
+    yield tmp_path / f"gpt2-conformance-{os.getuid()}" / "tables"
+    tables.random_tables.cache_clear()
+
+
+def _files(folder):
+    return sorted(folder.glob("w*.npy"))
+
+
+def test_a_later_process_reads_exactly_what_the_seed_draws(private_temp):
+    drawn = tables.random_tables(D)
+    assert [f.name.split("-")[0] for f in _files(private_temp)] == ["wpe", "wte"]
+    tables.random_tables.cache_clear()  # as a new process
+    read = tables.random_tables(D)
+    assert read[0].base is not None and not drawn[0] is read[0]  # memory-mapped from the file
+    for got, want in zip(read, tables._draw(D, tables.TABLE_SEED)):
+        assert got.dtype == np.float32 and not got.flags.writeable
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "another seed's values", "another width"])
+def test_a_file_that_is_not_the_seeds_draw_is_drawn_again(private_temp, damage):
+    tables.random_tables(D)
+    wte_file = next(f for f in _files(private_temp) if f.name.startswith("wte"))
+    if damage == "truncated":
+        wte_file.write_bytes(wte_file.read_bytes()[:1000])
+    elif damage == "another seed's values":
+        np.save(wte_file, tables._draw(D, tables.TABLE_SEED + 1)[0])
+    else:
+        np.save(wte_file, tables._draw(D + 1, tables.TABLE_SEED)[0])
+    tables.random_tables.cache_clear()
+    got = tables.random_tables(D)
+    assert np.array_equal(got[0], tables._draw(D, tables.TABLE_SEED)[0]), damage
+    tables.random_tables.cache_clear()  # and the file was written again, right this time
+    assert np.array_equal(tables._read([str(f) for f in (wte_file, wte_file.with_name(wte_file.name.replace("wte", "wpe")))],
+                                       D, tables.TABLE_SEED)[0], got[0])
+
+
+def test_a_folder_others_may_write_into_is_not_read(private_temp):
+    tables.random_tables(D)
+    os.chmod(private_temp, 0o777)
+    try:
+        tables.random_tables.cache_clear()
+        got = tables.random_tables(D)
+        assert got[0].base is None  # drawn in memory, not read from that folder
+    finally:
+        os.chmod(private_temp, 0o700)
