@@ -139,7 +139,9 @@ def _env(workflow: dict, job: dict, outside, tmp, matrix: dict) -> dict:
     """A runner's environment: the workflow's and job's env (GPT2C_SUITE the wheel), RUNNER_TEMP,
     GITHUB_STEP_SUMMARY, PATH with setup-python's python first and nothing of this repository."""
     wheel, _, python_bin = outside
-    drop = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PWD", "OLDPWD"}
+    # CMAKE_ARGS: this project's CI builds llama.cpp with a CMake file of this repository
+    # (.ci/run); a runner has no such setting
+    drop = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PWD", "OLDPWD", "CMAKE_ARGS"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("GPT2C_", "PYTEST_"))}
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p and not os.path.abspath(p).startswith(ROOT)]
     runner_temp = tmp / "runner-temp"
