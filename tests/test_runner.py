@@ -212,3 +212,24 @@ def test_children_running_at_once_share_the_cores_thread_pools(monkeypatch, shar
     with pytest.raises(RuntimeError, match="recorded"):
         runner.run_backend("numpy", shards=shards, side_by_side=side_by_side)
     assert all(env["OMP_NUM_THREADS"] == "3" for env in envs)
+
+
+def test_versions_read_installs_made_after_the_kept_distribution_map(tmp_path, monkeypatch):
+    """The map of top-level modules to distributions is kept on disk between runs; a package
+    installed since (its folder on sys.path changed) is in the next run's versions."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    assert "gpt2c_fake_framework" not in runner._versions(["gpt2c_fake_framework"])
+    assert "numpy" in runner._versions(["numpy"])  # from the kept map this time
+    info = site / "gpt2c_fake_framework-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gpt2c-fake-framework\nVersion: 1.2.3\n")
+    (info / "top_level.txt").write_text("gpt2c_fake_framework\n")
+    stat = os.stat(site)
+    os.utime(site, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a coarse clock still sees the change
+    assert runner._versions(["gpt2c_fake_framework"])["gpt2c-fake-framework"] == "1.2.3"
