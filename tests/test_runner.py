@@ -53,7 +53,7 @@ def _cli(*args, cwd=None):
 
 
 def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
-    out = _cli("run", "--backend", "numpy", "--report-dir", str(tmp_path))
+    out = _cli("run", "--backend", "numpy", "--jobs", "2", "--report-dir", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "LOOKUP-EXACT               PASS" in out.stdout
     assert "DTYPE-BFLOAT16             NOT CLAIMED" in out.stdout
@@ -68,6 +68,18 @@ def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
     suite = ET.parse(tmp_path / "gpt2-conformance-numpy-cpu.xml").getroot()
     assert suite.get("tests") == str(n) and suite.get("failures") == "0" and suite.get("skipped") == "1"
     assert "| LOOKUP-EXACT |" in (tmp_path / "gpt2-conformance-numpy-cpu.md").read_text()
+    # two shards: the first to finish computed the parity fingerprint, the one the reference gives
+    from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
+    from gpt2_conformance.run import parity
+
+    assert data["parity"] == json.loads(json.dumps(parity.fingerprint_of(NumpyAdapter)))
+
+
+def test_only_the_first_shard_to_claim_the_parity_fingerprint_computes_it(tmp_path):
+    from gpt2_conformance.run import events
+
+    claim = str(tmp_path / "parity-claimed")
+    assert [events._claimed(claim), events._claimed(claim), events._claimed(None)] == [True, False, True]
 
 
 def test_cli_failing_adapter_exits_1_with_one_line_reason():

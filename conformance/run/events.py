@@ -6,7 +6,8 @@ flushed and synced so that a test that kills the interpreter still leaves every 
     {"event": "collected", "clauses": {nodeid: clause}}   the tests this pass will run
     {"event": "start", "nodeid"}                          a test begins
     {"event": "result", "nodeid", "clause", "outcome", "message", "duration"}
-    {"event": "session", "implementation", "parity"}      after the last test (--gpt2c-parity)
+    {"event": "session", "implementation", "parity"}      after the last test (parity: with --gpt2c-parity,
+                                                          in the first shard to claim it)
 
 so the parent knows which test was in flight when a child died, and needs no second process
 for what the child already has in memory: the adapter's description and the run's parity
@@ -81,7 +82,7 @@ class EventsWriter:
         if factory is None:
             return
         record = {"event": "session", "implementation": implementation(factory)}
-        if config.getoption("--gpt2c-parity"):
+        if config.getoption("--gpt2c-parity") and _claimed(config.getoption("--gpt2c-parity-claim")):
             record["parity"] = _bounded_fingerprint(factory, config.getoption("--gpt2c-device"),
                                                     config.getoption("timeout", None))
         self.write(record)
@@ -95,6 +96,19 @@ def implementation(factory) -> str:
         return describe() if callable(describe) else f"{factory.__module__}:{factory.__qualname__}"
     except Exception as exc:  # noqa: BLE001 - a description must never cost the run
         return f"{getattr(factory, '__qualname__', repr(factory))} (implementation() raised {type(exc).__name__})"
+
+
+def _claimed(path: str | None) -> bool:
+    """Whether this process computes the parity fingerprint: always without a claim file; with
+    one (every shard of a run gets the same), only the first shard to finish its tests, so the
+    fingerprint is never added to a shard that is still the slowest."""
+    if not path:
+        return True
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
 class _TimedOut(Exception):
@@ -131,6 +145,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("gpt2-conformance")
     group.addoption("--gpt2c-results", help="append one JSON line per test event to this file (used by the CLI)")
     group.addoption("--gpt2c-parity", action="store_true", help="with --gpt2c-results: the run's parity fingerprint too")
+    group.addoption("--gpt2c-parity-claim", help="with --gpt2c-parity: compute it only if this process is the first "
+                    "to create this file (the CLI gives every shard the same one)")
     group.addoption("--gpt2c-shard", default="0/1", help="I/N: run every N-th test of the suite, from the I-th "
                     "(the CLI splits one backend's suite over the machine's cores this way)")
 

@@ -185,23 +185,30 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     hang_grace = min(hang_grace, test_timeout)
     shards = max(1, shards)
     threads = machine.thread_pools_for(shards * max(1, side_by_side))
-    args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *(["--gpt2c-parity"] if parity and i == 0 else [])]
-            for i in range(shards)]
     log_lock = threading.Lock()
-    if shards == 1:
-        passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock, threads)]
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=shards) as pool:
-            passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, threads), args))
+    with tempfile.TemporaryDirectory(prefix="gpt2c-run-") as run_tmp:
+        # the parity fingerprint: computed by whichever shard finishes its tests first
+        claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
+        args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
+        if shards == 1:
+            passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock, threads)]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=shards) as pool:
+                passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, threads),
+                                       args))
     outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
     error = next((p.error for p in passes if p.error), "")
-    session = passes[0].session
+    # the shard that computed the fingerprint; else one that says why it is missing
+    sessions = sorted((p.session for p in passes if p.session),
+                      key=lambda s: 0 if "error" not in s.get("parity", {"error": ""}) else 1 if "parity" in s else 2)
+    session = sessions[0] if sessions else None
     result = res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
                              time.perf_counter() - start,
                              environment(checkpoint, device, registry.requires(name, adapter_spec)), error,
                              created=_now())
-    if session and session.get("implementation"):
-        result.environment["implementation"] = session["implementation"]
+    described = next((s["implementation"] for s in sessions if s.get("implementation")), None)
+    if described:
+        result.environment["implementation"] = described
     if parity:
         result.parity = (session or {}).get("parity") or {"error": "not computed: the backend did not run"}
     return result
