@@ -63,3 +63,14 @@ def test_a_folder_others_may_write_into_is_not_read(private_temp):
         assert got[0].base is None  # drawn in memory, not read from that folder
     finally:
         os.chmod(private_temp, 0o700)
+
+
+def test_without_posix_owners_the_tables_are_drawn_in_memory(private_temp, monkeypatch):
+    """Windows has no os.getuid: no private folder can be checked, so nothing is kept on disk."""
+    from gpt2_conformance.api import machine
+
+    monkeypatch.delattr(os, "getuid")
+    assert machine.private_cache_folder("tables") is None
+    got = tables.random_tables(D)
+    assert got[0].base is None and np.array_equal(got[0], tables._draw(D, tables.TABLE_SEED)[0])
+    assert not private_temp.exists()

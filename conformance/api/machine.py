@@ -32,7 +32,10 @@ def thread_pools_for(processes: int) -> dict[str, str]:
 def private_cache_folder(name: str) -> str | None:
     """This user's folder `name` for work one process leaves to the next (mode 0700, owned by this
     user, under the temp directory), or None where it cannot be one: another user's, or one others
-    may write into, is not read from."""
+    may write into, is not read from. None on systems without POSIX owners (Windows): there the
+    work is simply done again."""
+    if not hasattr(os, "getuid"):
+        return None
     mine = os.path.join(tempfile.gettempdir(), f"gpt2-conformance-{os.getuid()}")
     folder = os.path.join(mine, name)
     try:
