@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -39,7 +40,13 @@ HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeo
 # formatted as Python does; pytest's own styles parse the source file of every traceback entry
 # (hypothesis' included) for each failure, a tenth of a failing implementation's run, for output the
 # verdict never reads (swallowed here, the log in a child)
-SUITE_ARGS = ("--pyargs", SUITE, "-p", "no:cacheprovider", "-q", "--tb=native")
+# --rootdir: the suite's own folder, so every test's node id is its path there ("test_bounds.py::...")
+# whatever the working directory: pytest otherwise searches the working directory and its parents
+# for a config file, and one that appears there mid-run (another program's pytest.ini or
+# setup.cfg in /tmp) changed the node ids between a crashed child and the next, so the next one's
+# --deselect matched nothing and it ran the other shard's tests again.
+SUITE_DIR = os.path.dirname(importlib.util.find_spec(SUITE).origin)
+SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider", "-q", "--tb=native")
 # The only pytest plugins a verdict child loads (PYTEST_DISABLE_PLUGIN_AUTOLOAD): the suite's options,
 # its event writer, pytest-timeout and hypothesis' own. Whatever else the environment has installed
 # (anyio, typeguard, jaxtyping, pytest-randomly, ...) can neither reorder nor change a verdict, nor
