@@ -1,7 +1,8 @@
 """The ctranslate2 backend (backends/thirdparty/ctranslate2), beyond what tests/test_thirdparty.py
 runs on every third-party backend: h is CTranslate2's own forward_batch output (an identity head
-after a zero block leaves its bits alone), the logits are its output projection with wte as the
-weight, and what its waivers describe is what CTranslate2 does with bad input (a silent read past
+after a zero block leaves its bits alone), after a cache its own cached decode's per-step output,
+the logits are its output projection with wte as the weight, the bench's decode step is its own
+generation step at the cache's position, and what its waivers describe is what CTranslate2 does with bad input (a silent read past
 the table, a narrowed id, crashes on an empty sequence and on a far id, a RuntimeError for the
 position bound)."""
 
@@ -35,6 +36,46 @@ def test_h_is_ctranslate2s_forward_output_bit_for_bit(loaded):
     assert np.array_equal(adapter.embed(ids, 0), wte[ids] + wpe[0:3])
     long = np.arange(gpt2.N_CTX)[None] % gpt2.N_VOCAB
     assert np.array_equal(adapter.embed(long, 0), wte[long] + wpe[None])  # position 1023 included
+
+
+def test_h_after_a_cache_is_ctranslate2s_cached_decode_at_the_caches_length(loaded):
+    """After a static prompt of past_length tokens (cached by CTranslate2), each step's head
+    output is h at past_length + t, bit for bit; the position is the cache's length, so past 1022
+    with T = 3 reaches position 1024 and CTranslate2 raises, and the cache serves again after."""
+    adapter, wte, wpe = loaded
+    ids = np.array([[3, 50256, 0], [7, 7, 1]])
+    for past in (1, 37, 1021):
+        assert np.array_equal(adapter.embed(ids, past), wte[ids] + wpe[past:past + 3]), past
+    with pytest.raises(RuntimeError, match="No position encodings are defined for positions >= 1024, but got position 1024"):
+        adapter.embed(ids, 1022)
+    assert np.array_equal(adapter.embed(ids[:, :1], 37), wte[ids[:, :1]] + wpe[37:38])
+    with pytest.raises(TypeError):  # np.full refuses a bool length (BOUNDS-PAST-LENGTH)
+        adapter.embed(ids, True)
+
+
+def test_an_id_without_a_token_reads_the_unknown_tokens_row_after_a_cache(loaded):
+    """generate_batch takes tokens: 50257, -1 and a bool have none, and CTranslate2's vocabulary
+    maps an unknown token to the unknown token, row 0 (the BOUNDS-TOKEN and BOUNDS-INPUT waivers)."""
+    adapter, wte, wpe = loaded
+    for bad, first in ((np.array([[5, gpt2.N_VOCAB]]), 5), (np.array([[5, -1]]), 5), (np.array([[True, True]]), 0)):
+        out = adapter.embed(bad, 4)
+        assert np.array_equal(out[0], np.stack([wte[first] + wpe[4], wte[0] + wpe[5]])), bad
+
+
+def test_the_bench_decode_step_is_ctranslate2s_generation_step_at_the_caches_length(loaded):
+    """The bench's decode step (bench.py) is a tied model's generation step after a cached
+    prompt: its logits are the head (wte) of h at position past_length, not at 0 or past + 1."""
+    from gpt2_conformance.backends.thirdparty.ctranslate2 import bench
+
+    adapter, wte, wpe = loaded
+    nb = bench.native_bench(adapter, "cpu")
+    ids = np.array([[1234]])
+    (result,) = nb.step(nb.put(ids), 512)
+    logits = np.asarray(result.logits[0][0]).astype(np.float64)
+    exact = {p: (wte[1234] + wpe[p]).astype(np.float64) @ wte.T.astype(np.float64) for p in (0, 511, 512, 513)}
+    scale = np.abs(exact[512]).max()
+    assert np.abs(logits - exact[512]).max() < 1e-4 * scale
+    assert all(np.abs(logits - exact[p]).max() > 1e-2 * scale for p in (0, 511, 513))
 
 
 def test_logits_are_ctranslate2s_projection_of_h_final(loaded):

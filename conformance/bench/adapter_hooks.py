@@ -90,6 +90,13 @@ class _Runner:
     def sync(self, out):
         return out if self.nb is None else self.nb.sync(out)
 
+    def make_step(self, ids, past_length):
+        """The engine's own decode step (NativeBench.step), or None where its hooks bring none."""
+        if self.nb is None or self.nb.step is None or (past_length and not self.caches):
+            return None
+        nb = self.nb
+        return lambda: nb.step(ids, past_length)
+
     def make(self, w, ids, past_length, dh=None, h=None):
         if past_length and w.kind != "logits" and not self.caches:
             return None  # a cached call the implementation does not claim (kv_cache): nothing to time

@@ -61,10 +61,15 @@ def distinct_ids(w: workloads.Workload) -> int:
 
 def make_call(runner, w: workloads.Workload, ids, past_length, dh, h):
     """(call, sync) for w. A decode step is the mode's forward then its head in one call (the
-    head reads an h of the same shape: its cost does not depend on the values); None where the
-    mode does not time w."""
+    head reads an h of the same shape: its cost does not depend on the values), or the engine's
+    own step where its native hooks bring one (NativeBench.step); None where the mode does not
+    time w."""
     if w.kind != "step":
         return runner.make(w, ids, past_length, dh=dh, h=h), runner.sync
+    own_step = getattr(runner, "make_step", None)
+    step = own_step(ids, past_length) if own_step is not None else None
+    if step is not None:
+        return step, runner.sync
     fwd_w, head_w = workloads.step_parts(w)
     fwd, head = runner.make(fwd_w, ids, past_length), runner.make(head_w, ids, past_length, h=h)
     if fwd is None or head is None:

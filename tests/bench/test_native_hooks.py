@@ -76,17 +76,19 @@ nb = native.find(adapter, "cpu")
 # int64: every adapter takes it. T = 16: MLX's CPU head takes ~10 s a call at T = 128, and
 # neither the conversions nor the equality checked depend on T
 ids = np.random.default_rng(0).integers(0, 50257, (2, 16)).astype(np.int64)
-caches = capabilities_of(factory).kv_cache  # no cache claimed (ctranslate2): past_length 0 only
+caches = capabilities_of(factory).kv_cache
 for past in (0, 5, 5) if caches else (0, 0):
     t = nb.put(ids)
-    head = nb.logits or (lambda h: h)  # a head the hooks do not time (ctranslate2) is not called
+    head = nb.logits or (lambda h: h)  # a head the hooks do not time (ctranslate2's) is not called
     nb.sync(head(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
     with native.conversion_guard() as seen:
         h = nb.sync(nb.forward(t, past))
         logits = nb.sync(head(h))
     assert seen == [], f"{name}: numpy conversions inside a native call: {seen}"
     assert type(h).__module__.split(".")[0] != "numpy", f"{name}: native h is {type(h)}"
-    if hasattr(h, "numpy") and not hasattr(h, "detach"):  # an OrtValue or a tf tensor
+    if isinstance(h, list) and h and hasattr(h[0], "logits"):  # ctranslate2 GenerationResults: a step's h each
+        native_h = np.stack([np.stack([np.asarray(step) for step in result.logits[0]]) for result in h])
+    elif hasattr(h, "numpy") and not hasattr(h, "detach"):  # an OrtValue or a tf tensor
         native_h = h.numpy()
     elif hasattr(adapter, "_numpy"):  # keras
         native_h = adapter._numpy(h)
@@ -94,6 +96,12 @@ for past in (0, 5, 5) if caches else (0, 0):
         native_h = np.asarray(h.detach() if hasattr(h, "detach") else h)
     same = np.array_equal(np.asarray(adapter.embed(ids, past)), native_h)
     assert same, f"{name}: native h differs from the Adapter API's h at past_length={past}"
+if nb.step is not None:  # the engine's own decode step (its values: the backend's own tests)
+    one = nb.put(ids[:1, :1])
+    nb.sync(nb.step(one, 5))
+    with native.conversion_guard() as seen:
+        nb.sync(nb.step(one, 5))
+    assert seen == [], f"{name}: numpy conversions inside the native decode step: {seen}"
 with native.conversion_guard() as seen:
     adapter.embed(ids, 5 if caches else 0)
 assert seen, f"{name}: the guard saw no conversion in the Adapter API's embed, so it proves nothing"

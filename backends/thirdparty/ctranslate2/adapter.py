@@ -11,11 +11,19 @@ What is observed, and how (Capabilities.black_box):
   Generator.forward_batch, the API that returns a decoder's outputs for given ids, returns only
   the head's output for every position: the embedding model's head is the identity [d, d], so
   that output is h, bit for bit (model.py).
-- h: forward_batch(ids.tolist()) of the embedding model, ids as lists of Python ints as
-  CTranslate2's own examples pass them.
-- no offset: forward_batch runs whole sequences from position 0, and no API of the Python
-  package runs given ids after a cache (generate_* pick their own next tokens), so kv_cache is
-  not claimed. A sequence longer than 1024 still reaches the position bound.
+- h from position 0: forward_batch(ids.tolist()) of the embedding model, ids as lists of Python
+  ints as CTranslate2's own examples pass them.
+- h after a cache (past_length > 0): CTranslate2's own cached decode. generate_batch keeps the
+  model's state after a static prompt (static_prompt, cache_static_prompt: the KV cache of
+  past_length placeholder tokens, computed once per length and reused), then runs the row's
+  tokens one step each (include_prompt_in_result: the decoding loop is constrained to them),
+  and return_logits_vocab hands back each step's head output before any softmax: with the
+  identity head that is h at past_length + t, bit for bit. So the offset is the engine's: the
+  position it reads is the cache's length, never one the adapter passes. past_length has no
+  counterpart in the API, so it becomes the prompt's length, made by np.full (numpy refuses a
+  negative, fractional or bool length, as for llama-cpp). generate_batch takes tokens, not ids:
+  id i is the vocabulary's token "<t{i}>" (model.py writes that vocabulary), so an id with no
+  token becomes the unknown token, row 0, as CTranslate2's vocabulary maps any unknown token.
 - logits: CTranslate2's own output projection with wte as its weight (GPT-2's tied head), run
   by the head model, whose token table holds h_final's rows (written into its model.bin, held
   in memory, before each load, HEAD_ROWS rows a load) at zero positions: forward_batch([[0, 1, ...]]).
@@ -41,10 +49,11 @@ from gpt2_conformance.backends.thirdparty.ctranslate2 import model
 
 class CTranslate2Adapter(Adapter):
     capabilities = Capabilities(
-        dtypes=("float32",), devices=("cpu",), kv_cache=False, tied_head=True, init=False, gradients=False,
+        dtypes=("float32",), devices=("cpu",), kv_cache=True, tied_head=True, init=False, gradients=False,
         mutable_tables=False,
         black_box="GPT-2 decoder written with CTranslate2's TransformerDecoderModelSpec (one zero block, no final "
                   "norm), run by ctranslate2.Generator on the CPU; h = forward_batch's output with an identity head; "
+                  "h after a cache = generate_batch's per-step head output after a cached static prompt of past_length tokens; "
                   "logits = its output projection (wte) on h_final rows written as a model's token table")
 
     @classmethod
@@ -88,11 +97,21 @@ class CTranslate2Adapter(Adapter):
 
     # -- forward ------------------------------------------------------------------
     def embed(self, ids, past_length=0):
-        if past_length != 0:  # kv_cache is not claimed: never answer for positions it did not compute
-            raise NotImplementedError(f"CTranslate2Adapter: past_length={past_length!r}, but CTranslate2's Python API "
-                                      "runs given ids from position 0 only (kv_cache is not claimed)")
+        past = np.full(past_length, model.token(0))  # numpy refuses a negative, fractional or bool length
         ids = np.asarray(ids)
-        return np.asarray(self.generator.forward_batch(ids.tolist()))
+        if not past.size:
+            return np.asarray(self.generator.forward_batch(ids.tolist()))
+        return self._after_cache(ids, past.tolist())
+
+    def _after_cache(self, ids, past: list[str]):
+        """h at len(past) + t: each step's head output of generate_batch after the cached prompt."""
+        results = self.generator.generate_batch(
+            [[model.token(i) for i in row] for row in ids.tolist()], static_prompt=past, cache_static_prompt=True,
+            include_prompt_in_result=True, max_length=ids.shape[-1], return_logits_vocab=True, beam_size=1,
+            sampling_topk=1)
+        if not results:
+            return np.zeros(ids.shape + (self._wte.shape[1],), np.float32)
+        return np.stack([np.stack([np.asarray(step) for step in result.logits[0]]) for result in results])
 
     def logits(self, h_final):
         h_final = np.asarray(h_final)

@@ -34,6 +34,11 @@ FFN_WIDTH = 1  # the zero block's MLP width (save())
 HEAD_ROWS = 64  # h_final rows one load of the head model projects
 
 
+def token(i) -> str:
+    """The vocabulary's token for id i (generate_batch takes tokens, forward_batch ids)."""
+    return f"<t{i}>"
+
+
 def save(folder: str, token_table: np.ndarray, position_table: np.ndarray, projection: np.ndarray) -> str:
     """A GPT-2-shaped decoder (module docstring) saved in `folder`; returns the folder."""
     d = token_table.shape[1]
@@ -56,8 +61,8 @@ def save(folder: str, token_table: np.ndarray, position_table: np.ndarray, proje
         layer.ffn.linear_1.weight, layer.ffn.linear_1.bias = zeros(d, FFN_WIDTH), zeros(d)
     decoder.projection.weight = projection
     decoder.projection.bias = zeros(projection.shape[0])
-    spec.register_vocabulary([f"<t{i}>" for i in range(token_table.shape[0])])
-    spec.config.bos_token = spec.config.eos_token = spec.config.unk_token = "<t0>"
+    spec.register_vocabulary([token(i) for i in range(token_table.shape[0])])
+    spec.config.bos_token = spec.config.eos_token = spec.config.unk_token = token(0)
     spec.validate()
     spec.optimize(quantization="float32")
     spec.save(folder)
