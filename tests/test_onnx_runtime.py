@@ -7,6 +7,7 @@ CPU provider has no bfloat16 Add, so bfloat16 is not claimed)."""
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 
 import numpy as np
 import pytest
@@ -155,7 +156,7 @@ def test_export_is_kept_on_disk_for_the_next_process_and_only_for_its_setup(grap
     """A second process (an empty in-process cache) reads the graph back instead of exporting;
     another setup (here another offset input) is not served from it, and a folder other users
     can write into is not read at all."""
-    monkeypatch.setattr(export.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
     monkeypatch.setattr(export, "_CACHE", {})
     calls = []
     made = {"cache": graph, "position_ids": dataclasses.replace(graph, model_bytes=b"another graph")}

@@ -8,6 +8,7 @@ import tempfile
 import numpy as np
 import pytest
 
+from gpt2_conformance.api import machine
 from gpt2_conformance.runtime import tables
 
 D = 64  # any width: the cache is per width
@@ -74,3 +75,22 @@ def test_without_posix_owners_the_tables_are_drawn_in_memory(private_temp, monke
     got = tables.random_tables(D)
     assert got[0].base is None and np.array_equal(got[0], tables._draw(D, tables.TABLE_SEED)[0])
     assert not private_temp.exists()
+
+
+def test_a_cache_file_is_replaced_whole_or_not_at_all(tmp_path):
+    """machine.replace_atomically, the one way the tables, the report's distribution map and the
+    ONNX export reach their cache: the file appears whole; a write that raises, or a folder that
+    is gone, leaves the old file (or none) and no temporary file behind."""
+    target = tmp_path / "kept.bin"
+    assert machine.replace_atomically(str(target), lambda f: f.write(b"first"))
+    assert target.read_bytes() == b"first"
+
+    def half_then_fail(f):
+        f.write(b"half")
+        raise TypeError("not serializable")
+
+    with pytest.raises(TypeError, match="not serializable"):
+        machine.replace_atomically(str(target), half_then_fail)
+    assert target.read_bytes() == b"first" and sorted(p.name for p in tmp_path.iterdir()) == ["kept.bin"]
+    assert machine.replace_atomically(str(tmp_path / "gone" / "kept.bin"), lambda f: f.write(b"x")) is False
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.bin"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from typing import BinaryIO, Callable
 
 
 def cores() -> int:
@@ -48,3 +50,24 @@ def private_cache_folder(name: str) -> str | None:
     except OSError:
         return None
     return folder
+
+
+def replace_atomically(path: str, write: Callable[[BinaryIO], object]) -> bool:
+    """Writes a cache file as write(f) puts it into a temporary file beside `path`, then renames
+    it to `path`: a reader in another process sees a whole file or none. False where the disk
+    refused (full, the folder removed meanwhile): a cache's next reader does the work again. The
+    temporary file never stays behind, whatever write raises."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    except OSError:
+        return False
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -111,11 +111,8 @@ def _providers() -> dict[str, list[str]]:
             pass
     providers = {k: list(v) for k, v in metadata.packages_distributions().items()}
     if path:
-        with contextlib.suppress(OSError):
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"key": key, "providers": providers}, f)
-            os.replace(tmp, path)
+        kept = json.dumps({"key": key, "providers": providers}).encode()
+        machine.replace_atomically(path, lambda f: f.write(kept))
     return providers
 
 

@@ -11,10 +11,8 @@ right and its first values are the ones the seed draws; anything else is drawn a
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import tempfile
 
 import numpy as np
 
@@ -73,16 +71,8 @@ def _read(names: list[str], n_embd: int, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def _write(names: list[str], tables: tuple[np.ndarray, np.ndarray]) -> None:
-    """Each file under a temporary name, then renamed: a reader sees a whole file or none."""
+    """Each file whole or not at all (machine.replace_atomically); a refused one (a full disk) is
+    drawn again by the next process."""
     for name, table in zip(names, tables):
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(name), suffix=".npy")
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, table)
-            os.replace(tmp, name)
-        except OSError:  # a full disk, a folder removed meanwhile: the next process draws them again
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        if not machine.replace_atomically(name, lambda f, table=table: np.save(f, table)):
             return

@@ -37,7 +37,6 @@ import importlib.util
 import io
 import json
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -162,13 +161,9 @@ def _read_disk(folder: str, key: str) -> ExportedGraph | None:
 
 def _write_disk(folder: str, key: str, graph: ExportedGraph) -> None:
     fields = {k: v for k, v in dataclasses.asdict(graph).items() if k != "model_bytes"}
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder)
-        with os.fdopen(fd, "wb") as f:
-            f.write(json.dumps(fields).encode() + b"\n" + graph.model_bytes)
-        os.replace(tmp, os.path.join(folder, key + ".graph"))  # readers see a whole file or none
-    except OSError:
-        pass  # a cache: the next process exports again
+    content = json.dumps(fields).encode() + b"\n" + graph.model_bytes
+    # refused (a full disk): the next process exports again
+    machine.replace_atomically(os.path.join(folder, key + ".graph"), lambda f: f.write(content))
 
 
 def export(n_embd: int, dtype: str, offset: str = "cache") -> ExportedGraph:
