@@ -20,8 +20,9 @@ backends/thirdparty/<name>/bench.py), found the same way for a plug-in that ship
 neither, the bench times the Adapter API only (mode "bridge").
 
 The bench then times, per workload: forward(ids, past_length), logits(h), and for a decode
-step forward then logits in one call, each as sync(call()), with ids, h (and dh for backward)
-put on the device once before timing. tests/bench/test_native_hooks.py runs every built-in native hook
+step forward then logits in one call (or the engine's own step, where it gives `step`: a head
+that runs only inside generation), each as sync(call()), with ids, h (and dh for backward) put
+on the device once before timing. tests/bench/test_native_hooks.py runs every built-in native hook
 under conversion_guard() below, which fails on any numpy conversion inside the call.
 """
 
