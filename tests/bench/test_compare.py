@@ -75,10 +75,10 @@ def test_a_row_too_noisy_or_faulting_to_judge_is_said_so_and_passes():
     """The issue's own example: 1.194 ms -> 7.240 ms with 102 -> 3,585 faults per call."""
     faulting = compare.judge("jax-flag", _timed(0.001194, faults=102), _timed(0.007240, faults=3585), 10)
     assert faulting.verdict == "UNJUDGEABLE" and "page faults per call" in faulting.why
-    noisy = compare.judge("x", _timed(0.010, spread=0.25), _timed(0.013), 10)
+    noisy = compare.judge("x", _timed(0.010, spread=0.25), _timed(0.0113), 10)
     assert noisy.verdict == "UNJUDGEABLE" and "IQR" in noisy.why and "25%" in noisy.why
     regressions, changes, missing, new = compare.compare({"a::x": _timed(0.010, spread=0.25)},
-                                                         {"a::x": _timed(0.013)}, 10)
+                                                         {"a::x": _timed(0.0113)}, 10)
     assert regressions == []
     assert "1 of 1 rows could not be judged" in compare.report(regressions, changes, missing, new, 10)
 
@@ -94,3 +94,18 @@ def test_a_baseline_without_quartiles_is_judged_on_its_median(tmp_path):
     path.write_text(json.dumps({"benchmarks": [{"name": "x", "fullname": "t::x", "stats": {"median": 0.010}}]}))
     regressions, _, _, _ = compare.compare(compare.load(str(path)), {"t::x": _timed(0.012)}, 10)
     assert [c.name for c in regressions] == ["x"]
+
+
+def test_a_noisy_row_still_fails_on_a_change_beyond_its_spread():
+    """Noise hides small changes, not large ones: rows whose IQR (25%) or processes (30%) spread
+    wider than the 10% gate cannot judge +13%, but a 2x slowdown beyond every process and both
+    middle halves is REGRESSED; a faulting row stays unjudgeable whatever its change."""
+    noisy_samples = compare.judge("x", _timed(0.010, spread=0.25), _timed(0.020, spread=0.25), 10)
+    assert noisy_samples.verdict == "REGRESSED" and "+" in noisy_samples.why
+    wide = (0.0085, 0.010, 0.0115)
+    noisy_processes = compare.judge("x", _timed(0.010, processes=wide), _timed(0.020, processes=[2 * m for m in wide]), 10)
+    assert noisy_processes.verdict == "REGRESSED" and "fastest process is +47.8%" in noisy_processes.why
+    small = compare.judge("x", _timed(0.010, processes=wide), _timed(0.0113, processes=[1.13 * m for m in wide]), 10)
+    assert small.verdict == "UNJUDGEABLE" and "only a change beyond it would fail" in small.why
+    faulting = compare.judge("x", _timed(0.010, faults=6145), _timed(0.020, faults=6145), 10)
+    assert faulting.verdict == "UNJUDGEABLE"
