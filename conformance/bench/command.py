@@ -36,8 +36,17 @@ from gpt2_conformance.run import memory
 # (6145 faults per call, 24 MiB) after another. "retain" fixes both thresholds so that freed
 # blocks stay in the heap and every mode is timed in the same allocator state; "system" leaves
 # glibc alone, as an untuned process runs (d >= 1024 then faults on every call: 32 MiB outputs).
+# "retain" also keeps every thread on the main arena: a thread other than the main one (XLA's
+# and the frameworks' intra-op pools) allocates from a per-thread arena made of heaps of at most
+# 64 MiB, which are unmapped as soon as they are empty whatever the trim threshold, and which
+# cannot hold a larger block at all, so such a block is mmapped afresh on every call (glibc
+# malloc/arena.c, HEAP_MAX_SIZE and heap_trim). Measured here (glibc 2.36, JAX 0.10 on 2 cores,
+# B=8, T=1024, d=768): the jitted forward 10-12 ms with 6,145 faults per call (its 24 MiB
+# output) and the backward 84-93 ms with 43,000 (its 154 MB dense gradient) with the
+# thresholds alone; 1.3-1.7 ms and 37 ms with MALLOC_ARENA_MAX=1 too. The suite's children keep
+# their arenas (memory.CHILD_ENV): a JAX verdict took the same 31-36 s either way.
 # Other C libraries ignore these variables.
-MALLOC_ENV = {"retain": memory.CHILD_ENV, "system": {}}
+MALLOC_ENV = {"retain": {**memory.CHILD_ENV, "MALLOC_ARENA_MAX": "1"}, "system": {}}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -69,7 +78,8 @@ def add_parser(subparsers) -> None:
                    help="with --compare: exit 1 if a median regressed by more than PCT percent, beyond both runs' spread; rows whose own spread or page faults are too large to tell are listed as UNJUDGEABLE (default 10)")
     p.add_argument("--malloc", choices=tuple(MALLOC_ENV), default="retain",
                    help="retain (default): run each backend with glibc's MALLOC_MMAP_THRESHOLD_ and "
-                        "MALLOC_TRIM_THRESHOLD_ fixed, so a freed output stays in the heap and every mode is timed in "
+                        "MALLOC_TRIM_THRESHOLD_ fixed and MALLOC_ARENA_MAX=1 (every thread on the main heap), so a "
+                        "freed output stays in the heap and every mode is timed in "
                         "the same allocator state; system: glibc's dynamic thresholds, as an untuned process runs "
                         "(fresh outputs may be faulted in anew on every call; see the faults/call column)")
     p.add_argument("--max-time", type=float, help="seconds of steady-state rounds per workload")
@@ -141,7 +151,7 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
             json.dump(request, f)
         log_path = os.path.join(log_dir, "bench-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in backend)
                                 + ".log")
-        env = {k: v for k, v in os.environ.items() if k not in memory.CHILD_ENV}  # "system": glibc's own
+        env = {k: v for k, v in os.environ.items() if k not in MALLOC_ENV["retain"]}  # "system": glibc's own
         env.update(PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3", **MALLOC_ENV[request.get("malloc", "retain")])
         with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
             try:

@@ -9,10 +9,13 @@ measured, not read from a setting: process CPU time over wall time during the st
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
 from dataclasses import dataclass, field
+
+MAX_CALLS_PER_SAMPLE = 1000  # a 1 us call still gets samples of a millisecond
 
 
 @dataclass
@@ -23,6 +26,7 @@ class Timing:
     # minor page faults per timed call: a call that writes a fresh output faults its pages in
     # anew each time where glibc has unmapped the last one on free (see bench --malloc)
     faults_per_call: float = 0.0
+    calls_per_sample: int = 1  # a sample is the mean of this many calls in a row (measure's min_sample_s)
 
     @property
     def median(self) -> float:
@@ -37,16 +41,28 @@ class Timing:
 
 
 def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int = 50, max_time: float = 2.0,
-            warmup: int = 2, before=None) -> Timing:
+            warmup: int = 2, before=None, min_sample_s: float = 0.0) -> Timing:
     """Time call() (then sync(result), which must wait for the device): the first call alone,
     `warmup` untimed calls, then rounds until max_rounds or until max_time of timed calls has
     passed after at least min_rounds. before(), if given, runs ahead of every timed round and
-    outside its time (a cache flush); max_time and the CPU ratio count only the timed calls."""
+    outside its time (a cache flush); max_time and the CPU ratio count only the timed calls.
+
+    min_sample_s: a round times as many calls in a row as it takes to last that long (one call
+    timed after the warm-up says how many), and its sample is their mean, as pytest-benchmark
+    calibrates its iterations. A single 20 us call is mostly the timer, the scheduler's tick and
+    an interrupt or not: one call per sample gave decode rows IQRs of 20-75% of their median.
+    With before() every round is one call (each call must start from the flushed state)."""
     t0 = time.perf_counter()
     sync(call())
     timing = Timing(first_call_s=time.perf_counter() - t0)
     for _ in range(warmup):
         sync(call())
+    if min_sample_s > 0 and before is None:
+        t0 = time.perf_counter()
+        sync(call())
+        one = time.perf_counter() - t0
+        timing.calls_per_sample = max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_s / max(one, 1e-9))))
+    calls = range(timing.calls_per_sample)
     wall = cpu = 0.0
     faults = 0
     while len(timing.samples) < max_rounds:
@@ -55,16 +71,17 @@ def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int 
         faults0 = _minor_faults()  # these and process_time outside the wall-clock interval
         cpu0 = time.process_time()
         wall0 = time.perf_counter()
-        sync(call())
+        for _ in calls:
+            sync(call())
         wall1 = time.perf_counter()
         cpu1 = time.process_time()
         faults += _minor_faults() - faults0
-        timing.samples.append(wall1 - wall0)
+        timing.samples.append((wall1 - wall0) / len(calls))
         wall, cpu = wall + wall1 - wall0, cpu + cpu1 - cpu0
         if len(timing.samples) >= min_rounds and wall > max_time:
             break
     timing.cpu_ratio = cpu / max(wall, 1e-9)
-    timing.faults_per_call = faults / len(timing.samples)
+    timing.faults_per_call = faults / (len(timing.samples) * len(calls))
     return timing
 
 

@@ -76,6 +76,7 @@ def workload_rows(results: list[dict]) -> list[dict]:
                            process_spread_pct=cross_process_spread_pct(process_medians, med))
                 row.update(stats=rec["stats"], samples=rec["samples"], first_call_s=rec["first_call_s"],
                            threads=round(rec["cpu_ratio"], 2), faults=rec.get("faults_per_call"), bytes=nbytes,
+                           calls_per_sample=rec.get("calls_per_sample", 1),
                            distinct_ids=rec.get("distinct_ids"), gbps=nbytes / med / 1e9,
                            gflops=wl.flops(w) / med / 1e9)
                 if over_limit(pct):

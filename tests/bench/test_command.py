@@ -63,10 +63,13 @@ def test_malloc_setting_reaches_the_backend_process(tmp_path, monkeypatch):
     result = command.run_child(request, str(tmp_path), timeout=1)
     assert "timeout" in result["error"]
     assert seen["MALLOC_MMAP_THRESHOLD_"] == str(4 << 30) and seen["MALLOC_TRIM_THRESHOLD_"] == str(64 << 30)
+    assert seen["MALLOC_ARENA_MAX"] == "1"  # worker threads' arenas unmap their heaps: the main one
     seen.clear()
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "12345")  # "system" drops even an inherited setting
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     command.run_child(dict(request, malloc="system"), str(tmp_path), timeout=1)
     assert "MALLOC_MMAP_THRESHOLD_" not in seen and "MALLOC_TRIM_THRESHOLD_" not in seen
+    assert "MALLOC_ARENA_MAX" not in seen
     assert seen["PYTHONUNBUFFERED"] == "1"
 
 

@@ -64,3 +64,25 @@ def test_other_load_subtracts_the_bench_own_cpu_time(monkeypatch):
     assert load.cores() == pytest.approx(1.0)
     monkeypatch.setattr(timing, "_system_busy_seconds", lambda: None)
     assert load.cores() is None
+
+
+def test_a_short_call_is_timed_in_samples_of_several_calls():
+    """min_sample_s: a ~20 us call is timed as the mean of enough calls in a row to last 2 ms (as
+    pytest-benchmark calibrates its iterations), each sample still the time of one call; with a
+    before() hook (the cold flush) every sample stays one call."""
+    import time
+
+    from gpt2_conformance.bench import timing
+
+    def short():
+        end = time.perf_counter() + 20e-6
+        while time.perf_counter() < end:
+            pass
+
+    t = timing.measure(short, min_rounds=5, max_rounds=5, max_time=0, warmup=1, min_sample_s=2e-3)
+    assert 2 <= t.calls_per_sample <= 100, f"calls_per_sample={t.calls_per_sample}, but 2 ms / ~20 us is ~100"
+    assert len(t.samples) == 5 and 15e-6 <= t.median <= 200e-6, f"median={t.median * 1e6:.0f} us per call"
+    flushed = timing.measure(short, min_rounds=3, max_rounds=3, max_time=0, warmup=1, min_sample_s=2e-3,
+                             before=lambda: None)
+    assert flushed.calls_per_sample == 1
+    assert timing.measure(short, min_rounds=3, max_rounds=3, max_time=0, warmup=1).calls_per_sample == 1

@@ -6,7 +6,8 @@ mode, in this one process (frameworks share it; `gpt2-conformance bench` isolate
 
 All backends share this process and its allocator state; `gpt2-conformance bench` times each in
 its own process with glibc's thresholds fixed (its --malloc retain). To match it here, run with
-MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736 in the environment.
+MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_ARENA_MAX=1 in the
+environment.
 
 Each test's extra_info carries the least bytes the workload must move, GB/s, its own limit (a
 stream of the same bytes in the same cache state, measured in this process: bandwidth.matched)
