@@ -74,6 +74,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out-dir", default="bench-results",
                    help="where bench-results.json (raw), bench.json, bench.md, bench.png and bench-decode-step.png go")
     p.add_argument("--compare", metavar="BASELINE.json", help="pytest-benchmark JSON to compare medians with")
+    p.add_argument("--across", nargs="+", metavar="RUN.json",
+                   help="time nothing: print each row's median in each of these bench.json runs, its spread across "
+                        "them and across processes, and how many rows agree within 10%% and 20%% (a Markdown table)")
     p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT",
                    help="with --compare: exit 1 if a median regressed by more than PCT percent, beyond both runs' spread; rows whose own spread or page faults are too large to tell are listed as UNJUDGEABLE (default 10)")
     p.add_argument("--malloc", choices=tuple(MALLOC_ENV), default="retain",
@@ -192,6 +195,16 @@ def run(args) -> int:
     if args.processes < 1:
         print(f"gpt2-conformance bench: error: --processes {args.processes}: must be >= 1", file=sys.stderr)
         return 2
+    if args.across:
+        from gpt2_conformance.bench import across
+
+        missing = [p for p in args.across if not os.path.exists(p)]
+        if missing or len(args.across) < 2:
+            print(f"gpt2-conformance bench: error: --across needs two or more bench.json files"
+                  f"{'; not found: ' + ', '.join(missing) if missing else ''}", file=sys.stderr)
+            return 2
+        print(across.render(args.across))
+        return 0
     if args.compare and not os.path.exists(args.compare):
         print(f"gpt2-conformance bench: error: no baseline {args.compare}", file=sys.stderr)
         return 2

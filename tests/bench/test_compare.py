@@ -109,3 +109,27 @@ def test_a_noisy_row_still_fails_on_a_change_beyond_its_spread():
     assert small.verdict == "UNJUDGEABLE" and "only a change beyond it would fail" in small.why
     faulting = compare.judge("x", _timed(0.010, faults=6145), _timed(0.020, faults=6145), 10)
     assert faulting.verdict == "UNJUDGEABLE"
+    # the measured false alarm the row's own spread prevents: a TF decode step compared with the
+    # run before on the same idle machine, +47.6%, its closest processes +10.4% apart
+    drift = compare.judge("x", _timed(0.004284, spread=0.13, processes=(0.00404, 0.00428, 0.00455)),
+                          _timed(0.006324, spread=0.21, processes=(0.00502, 0.00632, 0.00668)), 10)
+    assert drift.verdict == "UNJUDGEABLE", drift
+
+
+def test_across_runs_gives_each_rows_medians_and_their_spread(tmp_path, capsys):
+    """`bench --across`: three runs' medians side by side, the spread across them, how many rows
+    agree within 10% and 20%; fewer than two files or a missing one is a usage error (exit 2)."""
+    from gpt2_conformance.bench import across, command
+    from helpers.bench_results import bench_args
+
+    paths = [write_outputs(tmp_path, [child_result(median=m)], f"run{i}")[1]["json"]
+             for i, m in enumerate((0.010, 0.0105, 0.012))]
+    table = across.render(paths)
+    row = next(line for line in table.splitlines() if line.startswith("| test_forward_prefill"))
+    assert "| 10.000 | 10.500 | 12.000 | 20.0% |" in row, row
+    assert "0 of 1 rows within 10%; 1 of 1 rows within 20%" in table
+    assert command.run(bench_args(tmp_path, "--across", *paths)) == 0
+    assert "20.0%" in capsys.readouterr().out
+    assert command.run(bench_args(tmp_path, "--across", paths[0])) == 2
+    assert command.run(bench_args(tmp_path, "--across", paths[0], str(tmp_path / "nope.json"))) == 2
+    assert "not found" in capsys.readouterr().err

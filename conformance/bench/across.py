@@ -1,0 +1,64 @@
+"""Do the figures hold from one run to the next? `gpt2-conformance bench --across A.json B.json ...`
+
+Reads two or more bench.json files (pytest-benchmark JSON written by `bench`, one per run) and
+renders one Markdown table: each row's median in every run, its spread across the runs
+((slowest - fastest run median) / fastest), its widest spread across processes inside one run,
+and its % of the limit in every run; then how many rows agree within 10% and 20%. Nothing is
+timed: this reads what the runs wrote. A row missing from a run is shown as "-" and left out of
+the counts.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpt2_conformance.bench.processes import cross_process_spread_pct
+
+AGREE_PCT = (10.0, 20.0)
+
+
+def _rows(path: str) -> dict[str, dict]:
+    with open(path) as f:
+        data = json.load(f)
+    out = {}
+    for b in data.get("benchmarks", []):
+        extra = b.get("extra_info") or {}
+        median = float(b["stats"]["median"])
+        out[b["name"]] = {"median": median, "pct": extra.get("pct_of_limit"),
+                          "process_spread": cross_process_spread_pct(extra.get("process_medians_s") or (), median)}
+    return out
+
+
+def spread_pct(values: list[float]) -> float:
+    """(largest - smallest) / smallest, in percent."""
+    return 100.0 * (max(values) - min(values)) / min(values)
+
+
+def render(paths: list[str]) -> str:
+    if len(paths) < 2:
+        raise ValueError(f"--across needs two or more bench.json files, got {len(paths)}")
+    runs = [_rows(p) for p in paths]
+    names = list(dict.fromkeys(n for run in runs for n in run))
+    head = " | ".join(f"run {i} ms" for i in range(1, len(runs) + 1))
+    pcts = " | ".join(f"run {i} % limit" for i in range(1, len(runs) + 1))
+    lines = [f"| row | {head} | across runs | widest across processes | {pcts} |",
+             "|---|" + "---|" * (2 * len(runs) + 2)]
+    agree = {p: 0 for p in AGREE_PCT}
+    counted = 0
+    for name in names:
+        cells = [run.get(name) for run in runs]
+        ms = " | ".join("-" if c is None else f"{c['median'] * 1e3:.3f}" for c in cells)
+        pct = " | ".join("-" if c is None or c["pct"] is None else f"{c['pct']:.0f}%" for c in cells)
+        if all(c is not None for c in cells):
+            across = spread_pct([c["median"] for c in cells])
+            counted += 1
+            for p in AGREE_PCT:
+                agree[p] += across <= p
+            across_cell = f"{across:.1f}%"
+            processes = f"{max(c['process_spread'] for c in cells):.0f}%"
+        else:
+            across_cell = processes = "-"
+        lines.append(f"| {name} | {ms} | {across_cell} | {processes} | {pct} |")
+    summary = "; ".join(f"{agree[p]} of {counted} rows within {p:g}%" for p in AGREE_PCT)
+    lines += ["", f"Medians across the {len(runs)} runs ({', '.join(paths)}): {summary}."]
+    return "\n".join(lines)
