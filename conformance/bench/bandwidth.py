@@ -122,11 +122,13 @@ def streams(read: int, write: int, pieces: int, reader: str = "max"):
     return [piece(k) for k in range(pieces)], 4 * (2 * copy_n + read_n + fill_n)
 
 
-def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float = 0.3) -> dict:
+def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float = 0.3,
+            only: tuple[int, str] | None = None) -> dict:
     """The limit of a workload that must read `read` and write `write` bytes: GB/s of the
     streaming reference in the module docstring ((R + W) / median time), the fastest of one
     thread and every core (and of the two readers). flush (cold), if given, runs before each
-    round, outside its time. {"read", "write", "gbps", "gbps_min", "gbps_max", "threads",
+    round, outside its time. only=(threads, reader): that configuration alone (a measurement
+    again of one that already won). {"read", "write", "gbps", "gbps_min", "gbps_max", "threads",
     "reader", "one_thread_gbps", "all_cores_gbps", "cache"}."""
     if read < 0 or write < 0 or read + write < 8:
         raise ValueError(f"matched(read={read}, write={write}): both must be >= 0 and move at least 8 bytes")
@@ -136,7 +138,8 @@ def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float 
     pool = None
     readers = tuple(READERS) if read > write else ("max",)  # a read pass: the faster reader counts
     try:
-        for threads, reader in ((t, r) for t in sorted({1, cores}) for r in readers):
+        configs = [only] if only is not None else [(t, r) for t in sorted({1, cores}) for r in readers]
+        for threads, reader in configs:
             runs, moved = streams(read, write, threads, reader)
             if threads == 1:
                 call = runs[0]

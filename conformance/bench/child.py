@@ -95,8 +95,27 @@ def workload_limits(plan: list, flush, kernels=None) -> dict:
         key = (read, write, w.cache)
         if key not in measured:
             measured[key] = bandwidth.matched(read, write, flush=flush if w.cache == "cold" else None)
-        out[w.group] = dict(measured[key], distinct_ids=u)
+        out[w.group] = dict(measured[key], distinct_ids=u, measured_gbps=[measured[key]["gbps"]])
     return out
+
+
+def remeasure_limit(limits: dict, w: workloads.Workload, flush) -> None:
+    """Measure w's reference again, right after a row of w was timed, and keep the faster of the
+    two for every workload with the same bytes and cache state. A limit is an upper bound, and
+    this machine's memory speed drifts by tens of percent within a minute: measured once at the
+    start of the process, a JAX logits row at decode read wte at 50 GB/s against a limit of 37
+    (136%, a MODEL ERROR) on an idle machine. Every measurement stays listed (measured_gbps)."""
+    lim = limits[w.group]
+    # the configuration (threads, reader) that won at the start, few rounds: a full matched()
+    # after every row doubled a quick run (406 s against 210-230)
+    again = bandwidth.matched(lim["read"], lim["write"], flush=flush if w.cache == "cold" else None, rounds=5,
+                              max_time=0.05, only=(lim["threads"], lim["reader"]))
+    for other in limits.values():
+        if (other.get("read"), other.get("write"), other.get("cache")) != (lim["read"], lim["write"], lim["cache"]):
+            continue
+        other.setdefault("measured_gbps", [other["gbps"]]).append(again["gbps"])
+        if again["gbps"] > other["gbps"]:
+            other.update({k: v for k, v in again.items() if k != "distinct_ids"})
 
 
 def implementation(backend: str) -> str:
@@ -196,6 +215,8 @@ def run(request: dict) -> dict:
                     rec["error"] = f"{type(exc).__name__}: {exc}"[:500]
                     rec["traceback"] = traceback.format_exc()[-2000:]
                 result["records"].append(rec)
+                if kernels is None and "stats" in rec:
+                    remeasure_limit(result["limits"], w, flush)
                 print(f"  {backend:10s} {mode:13s} {w.name:16s} {w.shape_id:22s} "
                       + (f"median {t.median * 1e3:9.3f} ms" if "stats" in rec else rec.get("error", "")), flush=True)
             del runner

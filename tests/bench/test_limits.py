@@ -50,6 +50,33 @@ def test_limits_match_each_workloads_bytes_and_cache_state(monkeypatch):
     assert limits[cold.group]["cache"] == "cold" and limits[warm.group]["distinct_ids"] == u
 
 
+def test_a_limit_is_measured_again_after_each_row_and_the_faster_kept(monkeypatch):
+    """The machine's speed drifts within a process, so a limit measured once can sit below a row
+    timed later (a MODEL ERROR on an idle machine). After a row, its reference is measured again:
+    a faster measurement becomes the limit of every workload with the same bytes and cache
+    state (not of the others), a slower one does not, and every measurement stays listed."""
+    from gpt2_conformance.bench import bandwidth
+
+    speeds = iter([30.0, 20.0, 45.0, 25.0])
+
+    asked = []
+
+    def matched(read, write, flush=None, only=None, **_):
+        asked.append(only)
+        return {"read": read, "write": write, "gbps": next(speeds), "gbps_min": 1.0, "gbps_max": 99.0,
+                "cache": "warm" if flush is None else "cold", "threads": 2, "reader": "dot"}
+    monkeypatch.setattr(bandwidth, "matched", matched)
+    suite, step = wl.Workload("logits", "decode", 1, 1, 768, 512), wl.Workload("forward", "prefill", 8, 1024, 768)
+    limits = child.workload_limits([suite, step], flush=None)  # 30 and 20 GB/s
+    child.remeasure_limit(limits, suite, flush=None)  # 45: faster, kept
+    assert limits[suite.group]["gbps"] == 45.0 and limits[suite.group]["measured_gbps"] == [30.0, 45.0]
+    assert limits[step.group]["gbps"] == 20.0 and limits[step.group]["measured_gbps"] == [20.0]
+    child.remeasure_limit(limits, suite, flush=None)  # 25: slower, listed only
+    assert limits[suite.group]["gbps"] == 45.0 and limits[suite.group]["measured_gbps"] == [30.0, 45.0, 25.0]
+    assert limits[suite.group]["distinct_ids"] == 1
+    assert asked == [None, None, (2, "dot"), (2, "dot")]  # again: only the configuration that won
+
+
 def test_matched_reference_moves_the_bytes_it_says():
     from gpt2_conformance.bench import bandwidth
 
