@@ -80,6 +80,11 @@ def test_a_limit_is_measured_again_after_each_row_and_the_faster_kept(monkeypatc
 def test_matched_reference_moves_the_bytes_it_says():
     from gpt2_conformance.bench import bandwidth
 
+    import numpy as np
+
+    rows, tail = bandwidth.READERS["gemv"](np.ones(1000, np.float32))  # 3 rows of 256, then 232
+    assert rows.sum() == 768 and tail == 1.0  # every element read
+
     for read, write in ((3 << 20, 1 << 20), (1 << 20, 3 << 20), (2 << 20, 2 << 20)):
         for reader in bandwidth.READERS:
             runs, moved = bandwidth.streams(read, write, 2, reader)
