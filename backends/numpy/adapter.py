@@ -18,6 +18,7 @@ import numpy as np
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.machine import cores as _cores  # CPUs this process may run on
+from gpt2_conformance.api.machine import immutable, zero_table
 from gpt2_conformance.api.validation import check_embed_inputs, check_tables
 
 _NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}
@@ -25,6 +26,7 @@ _NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16}
 # decode steps stay on the calling thread.
 _THREADED_MIN_ELEMENTS = 1 << 20
 _pool: ThreadPoolExecutor | None = None
+_HEAD_ROWS = 4096  # wte rows converted to float32 at a time by a float16 head (12 MB at d = 768)
 
 
 def _gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -67,19 +69,9 @@ def _kept(table: np.ndarray, dtype) -> np.ndarray:
     """The adapter's own table: a read-only float32 array is kept as a read-only view, copied only
     if a row is assigned (154 MB not copied per load); anything else is copied now (a copy of its
     own, written in place by assign_wte_row), so nothing the caller can write through reaches it."""
-    if dtype == np.float32 and not table.flags.writeable and _no_writable_base(table):
+    if dtype == np.float32 and immutable(table):
         return _read_only(table)
     return table.astype(dtype, copy=True)
-
-
-def _no_writable_base(a: np.ndarray) -> bool:
-    """No array it views is writable, and its memory is numpy's own or immutable bytes (a bytearray
-    or a mapped file could change under it)."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        a = a.base
-    return a is None or isinstance(a, bytes)
 
 
 def _read_only(table: np.ndarray) -> np.ndarray:
@@ -95,8 +87,9 @@ class NumpyAdapter(Adapter):
         super().__init__(config)
         self._dtype = self.framework_dtype(_NUMPY_DTYPES)
         d = config.n_embd
-        self.wte = np.zeros((gpt2.N_VOCAB, d), self._dtype)
-        self.wpe = np.zeros((gpt2.N_CTX, d), self._dtype)
+        # read-only zeros that take no memory: most adapters are loaded right after they are made
+        self.wte = zero_table((gpt2.N_VOCAB, d), self._dtype)
+        self.wpe = zero_table((gpt2.N_CTX, d), self._dtype)
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
@@ -145,8 +138,14 @@ class NumpyAdapter(Adapter):
         h_flat = h_final.reshape(-1, self.config.n_embd)
         if self._dtype == np.float32:
             return (h_flat.astype(np.float32, copy=False) @ self.wte.T).reshape(shape)
-        out = h_flat.astype(np.float32) @ self.wte.astype(np.float32).T
-        return out.astype(self._dtype).reshape(shape)
+        # float32 accumulation a block of vocabulary rows at a time: the same products as one
+        # matmul against wte in float32, without a 154 MB float32 copy of wte per call
+        h32 = h_flat.astype(np.float32)
+        out = np.empty((h_flat.shape[0], gpt2.N_VOCAB), self._dtype)
+        for start in range(0, gpt2.N_VOCAB, _HEAD_ROWS):
+            block = self.wte[start:start + _HEAD_ROWS].astype(np.float32)
+            out[:, start:start + _HEAD_ROWS] = h32 @ block.T
+        return out.reshape(shape)
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         ids, past_length = check_embed_inputs(ids, past_length)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import tempfile
 from typing import BinaryIO, Callable
+
+import numpy as np
 
 
 def cores() -> int:
@@ -29,6 +32,37 @@ def thread_pools_for(processes: int) -> dict[str, str]:
         return {}
     threads = str(max(1, cores() // processes))
     return {name: threads for name in THREAD_POOL_VARIABLES}
+
+
+def zero_table(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A read-only C-contiguous array of zeros that takes no memory: a private read-only mapping
+    of no file, whose pages all read the kernel's one zero page. np.zeros would hand a process
+    that keeps freed memory in its heap (run/memory.py) used pages to clear, and memory a
+    process has not touched before is what a suite run spends most on (up to 10 ms per MB on
+    virtual machines that give freed pages back to their host). np.zeros where there is no mmap
+    flag for it (Windows)."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    if size == 0 or not hasattr(mmap, "MAP_PRIVATE"):
+        out = np.zeros(shape, dtype)
+        out.flags.writeable = False
+        return out
+    pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    return np.frombuffer(pages, dtype).reshape(shape)  # read-only: the buffer is
+
+
+def immutable(array: np.ndarray) -> bool:
+    """Nothing can write into `array`'s memory: no array it views is writable, and the memory is
+    numpy's own, immutable bytes or a mapping that cannot be written through (a read-only
+    np.memmap, as the suite's tables are; zero_table). An adapter may keep such an array, or
+    let its framework use the memory in place, instead of copying it (a bytearray or a
+    writable mapping could change under it)."""
+    a = array
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None or isinstance(a, bytes) or (isinstance(a, mmap.mmap) and memoryview(a).readonly)
 
 
 def private_cache_folder(name: str) -> str | None:

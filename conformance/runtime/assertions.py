@@ -14,6 +14,8 @@ from gpt2_conformance.api.gpt2 import N_VOCAB
 from gpt2_conformance.runtime.calls import describe_call, describe_ids  # noqa: F401 - the tests' one import
 from gpt2_conformance.runtime.numerics import first_index, float64_chunks
 
+_PIECE_ELEMENTS = 1 << 20  # compared at a time by assert_bitwise_equal (4 MB of float32)
+
 
 def as_array(out, call: str) -> np.ndarray:
     """The adapter returned a numpy array (the protocol's only bridge)."""
@@ -62,23 +64,43 @@ def _index(what: str, idx: tuple) -> str:
     return f"{what}[{', '.join(map(str, idx))}]"
 
 
-def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h", note: str = "") -> None:
-    """Same shape and the same bits (NaN and -0.0 included): the float32 embedding rule."""
+def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h", note: str = "",
+                         converted: bool = False) -> None:
+    """Same shape and the same bits (NaN and -0.0 included): the float32 embedding rule.
+    `converted`: actual is first converted to expected's dtype (a float16 table read back as
+    float32: exact). Compared a piece at a time: a [V, d] mask or converted copy costs more than
+    the comparison (memory a process has not touched yet is slow on these machines)."""
     actual = assert_shape(actual, expected.shape, call, what)
-    a = np.ascontiguousarray(actual, dtype=expected.dtype)
-    if a.dtype != actual.dtype:
+    if not converted and np.dtype(actual.dtype) != expected.dtype:
         raise AssertionError(f"{what}.dtype={actual.dtype}, but should be {expected.dtype} [{call}]")
-    bits = np.dtype(f"u{a.dtype.itemsize}")
-    differ = a.view(bits) != np.ascontiguousarray(expected).view(bits)
-    if differ.any():
-        idx = first_index(differ)
-        worst = _max_abs_diff(a, np.ascontiguousarray(expected))
-        extra = f" ({note})" if note else ""
-        raise AssertionError(
-            f"{_index(what, idx)}={_num(a[idx])} but should be {_num(expected[idx])}{extra}; "
-            f"{int(differ.sum())} of {differ.size} elements differ, max |diff| {worst:.3g}, "
-            f"{int(np.isnan(a).sum())} NaN [{call}]"
-        )
+    if _same_bits(actual, expected):
+        return
+    a = np.ascontiguousarray(actual, dtype=expected.dtype)  # a failure: the whole picture, once
+    e = np.ascontiguousarray(expected)
+    bits = np.dtype(f"u{e.dtype.itemsize}")
+    differ = a.view(bits) != e.view(bits)
+    idx = first_index(differ)
+    worst = _max_abs_diff(a, e)
+    extra = f" ({note})" if note else ""
+    raise AssertionError(
+        f"{_index(what, idx)}={_num(a[idx])} but should be {_num(e[idx])}{extra}; "
+        f"{int(differ.sum())} of {differ.size} elements differ, max |diff| {worst:.3g}, "
+        f"{int(np.isnan(a).sum())} NaN [{call}]"
+    )
+
+
+def _same_bits(actual: np.ndarray, expected: np.ndarray) -> bool:
+    """actual (converted to expected's dtype) holds expected's bits, compared rows at a time."""
+    if expected.ndim == 0:
+        actual, expected = actual.reshape(1), expected.reshape(1)
+    bits = np.dtype(f"u{expected.dtype.itemsize}")
+    rows = max(1, _PIECE_ELEMENTS // max(1, int(np.prod(expected.shape[1:]))))
+    for start in range(0, expected.shape[0], rows):
+        a = np.ascontiguousarray(actual[start:start + rows], dtype=expected.dtype)
+        e = np.ascontiguousarray(expected[start:start + rows])
+        if (a.view(bits) != e.view(bits)).any():
+            return False
+    return True
 
 
 def assert_within(actual, expected: np.ndarray, bound: np.ndarray, call: str, what: str = "logits", rule: str = "") -> None:

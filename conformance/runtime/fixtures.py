@@ -9,8 +9,8 @@ from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
 from gpt2_conformance.runtime.guard import GuardedFactory, SuiteError
 from gpt2_conformance.runtime.hooks import skip_unless_buildable
-from gpt2_conformance.runtime.numerics import round_to_dtype
-from gpt2_conformance.runtime.tables import random_tables
+from gpt2_conformance.runtime.tables import golden_standin_wte, random_tables
+from gpt2_conformance.runtime.tables import rounded_tables as rounded_random_tables
 
 
 @pytest.fixture(scope="session")
@@ -37,21 +37,11 @@ def tables():
     return random_tables(gpt2.N_EMBD_SMALL)
 
 
-@pytest.fixture(scope="module")
-def rounded_tables(tables):
+@pytest.fixture(scope="session")
+def rounded_tables():
     """rounded_tables(dtype) -> the suite's tables rounded to nearest-even in dtype, as float32,
-    read-only; made once per dtype in the module that uses them (each DTYPE clause's tests share
-    them), and freed after it (held for the session, they would raise every later peak)."""
-    made = {}
-
-    def rounded(dtype: str) -> tuple:
-        if dtype not in made:
-            made[dtype] = tuple(round_to_dtype(t, dtype) for t in tables)
-            for t in made[dtype]:
-                t.flags.writeable = False  # shared: tests copy before changing them
-        return made[dtype]
-
-    return rounded
+    read-only (kept on disk, read back memory-mapped: runtime/tables.py)."""
+    return lambda dtype: rounded_random_tables(gpt2.N_EMBD_SMALL, dtype)
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +79,7 @@ def golden_tables(request):
     path = request.config.getoption("--gpt2c-checkpoint")
     if not path:
         try:
-            return data.shipped_tables(request.getfixturevalue("tables")[0])
+            return data.shipped_tables(request.getfixturevalue("tables")[0], standin=golden_standin_wte)
         except (OSError, ValueError) as exc:  # missing or corrupted fixtures: the suite's data, not the adapter
             raise SuiteError(f"the shipped golden data could not be read: {exc}") from None
     try:

@@ -12,6 +12,7 @@ right and its first values are the ones the seed draws; anything else is drawn a
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 
 import numpy as np
@@ -31,12 +32,50 @@ def final_h(batch: int, seq_len: int, seed: int, n_embd: int = gpt2.N_EMBD_SMALL
 def random_tables(n_embd: int, seed: int = TABLE_SEED) -> tuple[np.ndarray, np.ndarray]:
     """(wte, wpe) in float32, read-only (their values matter for rounding, not stats); the same
     arrays on every call in a process."""
+    return _kept_on_disk(f"{n_embd}-{seed}", n_embd, _first_values(seed), lambda: _draw(n_embd, seed))
+
+
+@functools.lru_cache(maxsize=2)
+def rounded_tables(n_embd: int, dtype: str, seed: int = TABLE_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """random_tables rounded to nearest-even in `dtype`, as float32, read-only and kept on disk
+    like them: a DTYPE clause's tests in every process read the same rounding of 154 MB instead
+    of making their own (memory a process has not touched costs more than the rounding)."""
+    from gpt2_conformance.runtime.numerics import round_to_dtype
+
+    first = round_to_dtype(_first_values(seed), dtype)
+    return _kept_on_disk(f"{n_embd}-{seed}-{dtype}", n_embd, first,
+                         lambda: tuple(round_to_dtype(t, dtype) for t in random_tables(n_embd, seed)))
+
+
+def golden_standin_wte(golden, fill: np.ndarray) -> np.ndarray:
+    """golden/data.standin_wte(golden, fill) for the suite's own wte as `fill`, kept on disk like
+    the tables (named by a digest of the known values written into it); any other fill is made
+    in memory."""
+    from gpt2_conformance.golden.data import standin_wte
+
+    n_embd = fill.shape[1]
+    if fill is not random_tables(n_embd)[0]:
+        return standin_wte(golden, fill)
+    known = sorted((k.row, k.col, np.float32(k.value).view(np.uint32).item()) for k in golden.wte_known)
+    digest = hashlib.sha256(repr(known).encode()).hexdigest()[:16]
+    first = _first_values(TABLE_SEED)
+    for row, col, bits in known:
+        if row * n_embd + col < CHECKED_VALUES:
+            first[row * n_embd + col] = np.uint32(bits).view(np.float32)
+    wpe = random_tables(n_embd)[1]  # a stand-in file pair needs a wpe: the suite's (never read)
+    return _kept_on_disk(f"{n_embd}-{TABLE_SEED}-golden-{digest}", n_embd, first,
+                         lambda: (standin_wte(golden, fill), np.array(wpe)))[0]
+
+
+def _kept_on_disk(key: str, n_embd: int, first_values: np.ndarray, make) -> tuple[np.ndarray, np.ndarray]:
+    """The tables `make()` returns, read back from this user's cache folder where a file for
+    `key` holds them (its shape, dtype and first values checked), else made and written there."""
     folder = machine.private_cache_folder("tables")
-    names = [os.path.join(folder, f"{table}-{n_embd}-{seed}-numpy{np.__version__}.npy") for table in ("wte", "wpe")
+    names = [os.path.join(folder, f"{table}-{key}-numpy{np.__version__}.npy") for table in ("wte", "wpe")
              ] if folder else []
-    tables = _read(names, n_embd, seed) if names else None
+    tables = _read(names, n_embd, first_values) if names else None
     if tables is None:
-        tables = _draw(n_embd, seed)
+        tables = make()
         if names:
             _write(names, tables)
     for table in tables:
@@ -57,7 +96,7 @@ def _first_values(seed: int) -> np.ndarray:
     return draw * np.float32(gpt2.WTE_INIT_STD)
 
 
-def _read(names: list[str], n_embd: int, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _read(names: list[str], n_embd: int, first_values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     try:
         wte, wpe = (np.load(name, mmap_mode="r").view(np.ndarray) for name in names)
     except (OSError, ValueError):
@@ -65,7 +104,7 @@ def _read(names: list[str], n_embd: int, seed: int) -> tuple[np.ndarray, np.ndar
     if (wte.shape, wpe.shape) != ((gpt2.N_VOCAB, n_embd), (gpt2.N_CTX, n_embd)) or \
             wte.dtype != np.float32 or wpe.dtype != np.float32:
         return None
-    if not np.array_equal(wte.reshape(-1)[:CHECKED_VALUES], _first_values(seed)):
+    if not np.array_equal(wte.reshape(-1)[:CHECKED_VALUES], first_values):
         return None
     return wte, wpe
 

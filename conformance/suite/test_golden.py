@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.machine import zero_table
 
 from gpt2_conformance.runtime import oracle
 from gpt2_conformance.api.adapter import AdapterConfig
@@ -47,7 +48,7 @@ def zero_wte_adapter(adapter_factory, capabilities, device, golden_tables):
     _need_golden_values(golden_tables)
     skip_unless_buildable(capabilities, gpt2.N_EMBD_SMALL, "float32")
     adapter = adapter_factory(AdapterConfig(n_embd=gpt2.N_EMBD_SMALL, dtype="float32", device=device))
-    adapter.load_tables(np.zeros((gpt2.N_VOCAB, gpt2.N_EMBD_SMALL), np.float32), golden_tables.wpe)
+    adapter.load_tables(zero_table((gpt2.N_VOCAB, gpt2.N_EMBD_SMALL), np.float32), golden_tables.wpe)
     return adapter
 
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 
 from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.machine import zero_table
 
 from gpt2_conformance.runtime import oracle
 from gpt2_conformance.runtime.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_shape, changed_row,
@@ -81,8 +82,10 @@ def test_no_scaling(make_adapter, tables, zeroed):
     other scale (whether h is exactly the right row is LOOKUP-EXACT's question; a term added to
     it is LOOKUP-NO-EXTRA's). The rows are scaled by 64 (exact in float32) to norms near 35, so a
     data-dependent rescale such as nn.Embedding(max_norm=1) shows too."""
-    wte, wpe = (t * np.float32(64) for t in tables)
-    (wpe if zeroed == "wpe" else wte)[:] = 0
+    wte, wpe = (zero_table(t.shape, np.float32) if name == zeroed else t * np.float32(64)
+                for name, t in zip(("wte", "wpe"), tables))
+    for table in (wte, wpe):
+        table.flags.writeable = False  # the suite's own, like its tables (an adapter may keep them)
     kept, name = (wte, "wte") if zeroed == "wpe" else (wpe, "wpe")
     adapter = make_adapter(load=False)
     adapter.load_tables(wte, wpe)
@@ -103,7 +106,7 @@ def test_no_scaling(make_adapter, tables, zeroed):
 def test_zero_tables_give_zero(make_adapter):
     """Both tables zero -> h exactly zero: no token-type embedding, bias or norm."""
     adapter = make_adapter(load=False)
-    adapter.load_tables(np.zeros((gpt2.N_VOCAB, D), np.float32), np.zeros((gpt2.N_CTX, D), np.float32))
+    adapter.load_tables(zero_table((gpt2.N_VOCAB, D), np.float32), zero_table((gpt2.N_CTX, D), np.float32))
     ids = _ids(np.random.default_rng(2), 2, 7)
     assert_bitwise_equal(adapter.embed(ids, 0), np.zeros(ids.shape + (D,), np.float32),
                          describe_call("embed", ids, 0, tables="both zero"), note="nothing is added to the sum")

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 
 from gpt2_conformance.api import gpt2
+from gpt2_conformance.api.machine import zero_table
 from gpt2_conformance.runtime.assertions import assert_dtype, assert_shape, describe_call
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
 from gpt2_conformance.runtime.strategies import embed_inputs, suite_settings
@@ -20,8 +21,8 @@ def test_table_shapes(make_adapter, capabilities, size):
     n_embd = gpt2.SIZES[size]
     skip_unless_claimed(capabilities, f"size:{n_embd}")
     adapter = make_adapter(n_embd=n_embd, load=False)
-    wte = np.zeros((gpt2.N_VOCAB, n_embd), np.float32)  # lazily allocated zero pages: cheap
-    wpe = np.zeros((gpt2.N_CTX, n_embd), np.float32)
+    # read-only zeros that take no memory (an adapter may keep them without a copy)
+    wte, wpe = zero_table((gpt2.N_VOCAB, n_embd), np.float32), zero_table((gpt2.N_CTX, n_embd), np.float32)
     call = f"load_tables then tables() at GPT-2 {size} (d={n_embd})"
     adapter.load_tables(wte, wpe)
     got_wte, got_wpe = adapter.tables()
