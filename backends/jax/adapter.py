@@ -16,6 +16,7 @@ from gpt2_conformance.backends.jax import model
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.errors import TokenIdOutOfRangeError
+from gpt2_conformance.api.machine import immutable, zero_table
 from gpt2_conformance.api.validation import check_ids_layout, check_tables, describe_bad_id
 
 _JAX_DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
@@ -37,9 +38,10 @@ class JaxAdapter(Adapter):
         self._dtype = self.framework_dtype(_JAX_DTYPES)
         self._device = jax.devices(config.device)[0]
         d = config.n_embd
-        with jax.default_device(self._device):
-            self.params = {"wte": jnp.zeros((gpt2.N_VOCAB, d), self._dtype),
-                           "wpe": jnp.zeros((gpt2.N_CTX, d), self._dtype)}
+        # zeros that take no memory until loaded (machine.zero_table), most adapters are loaded
+        # right after they are made
+        self.params = {"wte": self._put(zero_table((gpt2.N_VOCAB, d), np.float32), self._dtype),
+                       "wpe": self._put(zero_table((gpt2.N_CTX, d), np.float32), self._dtype)}
 
     @classmethod
     def device_available(cls, device):
@@ -54,8 +56,9 @@ class JaxAdapter(Adapter):
 
     # -- bridge ---------------------------------------------------------------------
     def _put(self, array, dtype=None):
-        # may_alias=False: on CPU device_put may otherwise share the caller's numpy buffer
-        out = jax.device_put(array, self._device, may_alias=False)
+        # on CPU device_put may share the caller's numpy buffer: only memory nothing can write
+        # into is shared (the suite's read-only tables: 154 MB not copied per load)
+        out = jax.device_put(array, self._device, may_alias=isinstance(array, np.ndarray) and immutable(array))
         return out if dtype is None else out.astype(dtype)  # the framework's round-to-nearest-even cast
 
     def _ids_to_device(self, ids: np.ndarray):
