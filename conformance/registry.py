@@ -128,6 +128,20 @@ def requires(name: str, adapter_spec: str | None = None) -> list[str]:
     return list(found.requires) if found else []
 
 
+def child_env(name: str) -> dict[str, str]:
+    """The environment a built-in backend's suite children start with (its entry's child_env,
+    CACHE resolved to its private cache folder); {} for any other backend."""
+    from gpt2_conformance.api import machine
+    from gpt2_conformance.api.backend import CACHE
+
+    found = builtin().get(name)
+    if found is None or not found.child_env:
+        return {}
+    folder = machine.private_cache_folder(f"{found.name}-cache") if any(CACHE in v for v in found.child_env.values()) else ""
+    return {key: value.replace(CACHE, folder) for key, value in found.child_env.items()
+            if CACHE not in value or folder}
+
+
 def waivers_file(name_or_spec: str, factory=None) -> str | None:
     """A built-in's waiver file (its entry), else the file a factory names in its WAIVERS."""
     found = entry(name_or_spec)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+CACHE = "{cache}"  # in a child_env value: the backend's private cache folder
 REFERENCE, JUDGED = "reference", "judged"  # our own implementations; ones we did not write
 KINDS = (REFERENCE, JUDGED)
 WORKLOAD_KINDS = ("forward", "backward", "logits")  # what a bench mode can time (a decode step: forward + logits)
@@ -27,6 +28,10 @@ class Backend:
     # adapter's native hooks (native_bench in that module) and the Adapter API
     bench: str = ""
     bench_modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # environment variables its suite's child processes start with where the user's environment
+    # does not set them; CACHE in a value stands for this user's private folder for the backend
+    # (machine.private_cache_folder; a variable naming it is left out where there is none)
+    child_env: dict[str, str] = field(default_factory=dict)
     package: str = ""  # the folder as a module name; filled in by the registry
 
     def __post_init__(self):

@@ -188,17 +188,19 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     start = time.perf_counter()
     hang_grace = min(hang_grace, test_timeout)
     shards = max(1, shards)
-    threads = machine.thread_pools_for(shards * max(1, side_by_side))
+    child_vars = machine.thread_pools_for(shards * max(1, side_by_side))
+    if not adapter_spec:
+        child_vars = {**child_vars, **registry.child_env(name)}  # the backend's own (a cache folder, ...)
     log_lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="gpt2c-run-") as run_tmp:
         # the parity fingerprint: computed by whichever shard finishes its tests first
         claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
         args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
         if shards == 1:
-            passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock, threads)]
+            passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock, child_vars)]
         else:
             with concurrent.futures.ThreadPoolExecutor(max_workers=shards) as pool:
-                passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, threads),
+                passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars),
                                        args))
     outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
     error = next((p.error for p in passes if p.error), "")
@@ -226,12 +228,13 @@ class _Passes:
 
 
 def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: str | None, echo: bool,
-            log_lock: threading.Lock, threads: dict | None = None) -> _Passes:
+            log_lock: threading.Lock, child_vars: dict | None = None) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
-    the rest. `threads`: thread-pool sizes for the children, where the environment sets none."""
+    the rest. `child_vars`: thread-pool sizes and the backend's own variables for the children,
+    where the environment sets none."""
     env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
-    for name, value in (threads or {}).items():
+    for name, value in (child_vars or {}).items():
         env.setdefault(name, value)
     out = _Passes()
     clauses: dict[str, str] | None = None  # nodeid -> clause of every test, from the first collection
