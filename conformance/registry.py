@@ -138,7 +138,7 @@ def child_env(name: str) -> dict[str, str]:
     if found is None or not found.child_env:
         return {}
     folder = machine.private_cache_folder(f"{found.name}-cache") if any(CACHE in v for v in found.child_env.values()) else ""
-    return {key: value.replace(CACHE, folder) for key, value in found.child_env.items()
+    return {key: value.replace(CACHE, folder or "") for key, value in found.child_env.items()
             if CACHE not in value or folder}
 
 

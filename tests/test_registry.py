@@ -19,7 +19,7 @@ import tomllib
 import pytest
 
 from gpt2_conformance import registry
-from gpt2_conformance.api.backend import REFERENCE
+from gpt2_conformance.api.backend import REFERENCE, Backend
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENTRIES = registry.builtin()
@@ -140,3 +140,31 @@ def test_throwaway_backend_runs_benches_and_merges(throwaway):
     code, out = _cli(env, root, "merge", "r/gpt2-conformance-throwaway-gpt2-cpu.json", "--out-dir", "m")
     assert code == 0, out[-3000:]
     assert "throwaway-gpt2" in (root / "m" / "merged.md").read_text()
+
+
+def test_child_env_resolves_the_backends_cache_folder(monkeypatch, tmp_path):
+    """A backend's child_env reaches its suite processes with CACHE as its private folder; a
+    variable naming CACHE is left out where no private folder can be had (Windows), the others
+    stay; a backend without one, or not registered, gets nothing."""
+    import tempfile
+
+    from gpt2_conformance.api import machine
+    from gpt2_conformance.api.backend import CACHE
+
+    entry = Backend(name="cached-gpt2", adapter="adapter:A", requires=(), kind="reference", extra="",
+                    child_env={"SOME_CACHE_DIR": CACHE, "SOME_FLAG": "1"})
+    monkeypatch.setattr(registry, "builtin", lambda: {"cached-gpt2": entry})
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    env = registry.child_env("cached-gpt2")
+    assert env == {"SOME_CACHE_DIR": str(tmp_path / f"gpt2-conformance-{os.getuid()}" / "cached-gpt2-cache"),
+                   "SOME_FLAG": "1"}, env
+    assert os.path.isdir(env["SOME_CACHE_DIR"])
+    monkeypatch.setattr(machine, "private_cache_folder", lambda name: None)
+    assert registry.child_env("cached-gpt2") == {"SOME_FLAG": "1"}
+    assert registry.child_env("numpy") == {} and registry.child_env("no-such-backend") == {}
+
+
+def test_the_jax_backend_keeps_its_compiled_shapes():
+    """Why the jax entry has a child_env: JAX's persistent compilation cache, every compile kept."""
+    env = registry.child_env("jax")
+    assert env["JAX_COMPILATION_CACHE_DIR"].endswith("jax-cache") and env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
