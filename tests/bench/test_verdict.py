@@ -53,3 +53,20 @@ def test_a_row_above_its_limit_is_flagged_never_shown_as_a_result(tmp_path):
     extra = json.loads(open(paths["json"]).read())["benchmarks"][0]["extra_info"]
     assert extra["pct_of_limit"] is None and extra["model_error"].startswith("135%")
     assert "MODEL ERRORS" in open(paths["markdown"]).read()
+
+
+def test_each_process_is_held_to_its_own_limit():
+    """Three processes whose memory ran at 20, 30 and 40 GB/s, each row timed at 95% of its own
+    process's limit: the row is at 95%, not 126% of the median limit (a MODEL ERROR the drift
+    between processes made); a row above its own process's limit in most processes still is one."""
+    from gpt2_conformance.bench import processes
+
+    limits = [20.0, 30.0, 40.0]
+    results = [child_result("jax", median=BAR_BYTES / (lim * 1e9) / 0.95, limit=lim) for lim in limits]
+    row = workload_rows([processes.combine(results)])[0]
+    assert "model_error" not in row and row["pct_limit"] == pytest.approx(95.0)
+    assert [round(p) for p in row["process_pcts"]] == [95, 95, 95]
+    over = [child_result("jax", median=BAR_BYTES / (lim * 1e9) / share, limit=lim)
+            for lim, share in zip(limits, (1.08, 1.06, 0.9))]
+    row = workload_rows([processes.combine(over)])[0]
+    assert row["model_error"].startswith("106% of its limit") and "108%, 106%, 90%" in row["model_error"]
