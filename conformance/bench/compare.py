@@ -126,10 +126,15 @@ def judge(name: str, baseline: Timed, current: Timed, fail_above: float) -> Chan
     if change.pct > fail_above:
         if current.q1 <= baseline.q3:
             return Change(name, baseline, current, "ok", "within the two runs' spread (their middle halves overlap)")
-        closest = 100.0 * (current.fastest_process - baseline.slowest_process) / baseline.slowest_process
+        closest = _closest_pct(baseline, current)
         return Change(name, baseline, current, "ok", f"within the two runs' spread (this run's fastest process is "
                                                      f"{closest:+.1f}% from the baseline's slowest)")
     return change
+
+
+def _closest_pct(baseline: Timed, current: Timed) -> float:
+    """How far this run's fastest process is from the baseline's slowest, in percent."""
+    return 100.0 * (current.fastest_process - baseline.slowest_process) / baseline.slowest_process
 
 
 def _beyond_spread(baseline: Timed, current: Timed, fail_above: float) -> str | None:
@@ -142,7 +147,7 @@ def _beyond_spread(baseline: Timed, current: Timed, fail_above: float) -> str | 
     pct = 100.0 * (current.median - baseline.median) / baseline.median
     if pct <= bar or current.q1 <= baseline.q3:
         return None
-    closest = 100.0 * (current.fastest_process - baseline.slowest_process) / baseline.slowest_process
+    closest = _closest_pct(baseline, current)
     if closest <= bar:
         return None
     return (f"beyond both runs' spread: even this run's fastest process is {closest:+.1f}% from the baseline's "
