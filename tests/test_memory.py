@@ -81,3 +81,28 @@ def test_a_failed_suite_tests_frames_are_freed_before_the_next_test():
     assert sorted(result.failed()) == ["LOOKUP-EXACT", "LOOKUP-NO-EXTRA"]
     assert FailsHoldingAnArray.alive_at_call == [0, 0], FailsHoldingAnArray.alive_at_call
     assert gc.get_freeze_count() == 0  # the run froze what it imported (hooks.pytest_collection_finish), and thawed it
+
+
+HUGE_PAGES = "from numpy._core.multiarray import _get_madvise_hugepage; print(_get_madvise_hugepage())"
+
+
+def test_numpy_in_a_child_touches_fresh_memory_in_small_pages():
+    """A suite child's numpy does not ask for huge pages (run/memory.py: each one costs a host fault
+    on a VM that reports free memory); a user's own NUMPY_MADVISE_HUGEPAGE wins."""
+    plain = {k: v for k, v in os.environ.items() if k not in memory.CHILD_ENV}
+
+    def huge_pages(env) -> str:
+        out = subprocess.run([sys.executable, "-c", HUGE_PAGES], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert huge_pages(memory.child_env(plain)) == "False"
+    assert huge_pages(memory.child_env({**plain, "NUMPY_MADVISE_HUGEPAGE": "1"})) == "True"
+
+
+def test_keep_freed_memory_turns_them_off_in_this_process():
+    """What tests/conftest.py calls for the project's own test processes, in a plain process."""
+    plain = {k: v for k, v in os.environ.items() if k not in memory.CHILD_ENV}
+    code = "from gpt2_conformance.run import memory; memory.keep_freed_memory(); " + HUGE_PAGES
+    out = subprocess.run([sys.executable, "-c", code], env=plain, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "False", (out.stdout, out.stderr)

@@ -44,9 +44,9 @@ from gpt2_conformance.run import memory
 # B=8, T=1024, d=768): the jitted forward 10-12 ms with 6,145 faults per call (its 24 MiB
 # output) and the backward 84-93 ms with 43,000 (its 154 MB dense gradient) with the
 # thresholds alone; 1.3-1.7 ms and 37 ms with MALLOC_ARENA_MAX=1 too. The suite's children keep
-# their arenas (memory.CHILD_ENV): a JAX verdict took the same 31-36 s either way.
+# their arenas (memory.HEAP_ENV): a JAX verdict took the same 31-36 s either way.
 # Other C libraries ignore these variables.
-MALLOC_ENV = {"retain": {**memory.CHILD_ENV, "MALLOC_ARENA_MAX": "1"}, "system": {}}
+MALLOC_ENV = {"retain": {**memory.HEAP_ENV, "MALLOC_ARENA_MAX": "1"}, "system": {}}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
