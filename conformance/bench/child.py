@@ -114,8 +114,10 @@ def remeasure_limit(limits: dict, w: workloads.Workload, flush) -> None:
         if (other.get("read"), other.get("write"), other.get("cache")) != (lim["read"], lim["write"], lim["cache"]):
             continue
         other.setdefault("measured_gbps", [other["gbps"]]).append(again["gbps"])
+        fastest_round = max(other.get("gbps_max", other["gbps"]), again["gbps_max"])
         if again["gbps"] > other["gbps"]:
             other.update({k: v for k, v in again.items() if k != "distinct_ids"})
+        other["gbps_max"] = fastest_round  # the fastest round of any measurement: what a model error is judged against
 
 
 def implementation(backend: str) -> str:

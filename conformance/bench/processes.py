@@ -50,7 +50,8 @@ def _combined_limits(results: list[dict]) -> dict:
     for group, lims in groups.items():
         gbps = statistics.median(lim["gbps"] for lim in lims)
         out[group] = dict(min(lims, key=lambda lim: abs(lim["gbps"] - gbps)), gbps=gbps,
-                          process_gbps=[lim["gbps"] for lim in lims])
+                          process_gbps=[lim["gbps"] for lim in lims],
+                          process_gbps_max=[lim.get("gbps_max", lim["gbps"]) for lim in lims])
     return out
 
 

@@ -8,8 +8,12 @@ runs. A row stays a dict: its keys are optional by design (a row that failed has
 tests ask which ones it has. Each row's "% of the limit" divides its GB/s (the least bytes it
 must move, workloads.py) by its own limit (a streaming reference moving the same bytes in the
 same cache state, bandwidth.matched), in each process against that process's limit, the
-median of those being the row's; a row above 100% is a model error: flagged, never shown as
-a result, never counted for the bar.
+median of those being the row's. A limit is the median of its reference's rounds, so a row doing
+the reference's own work (NumPy's head at decode is the BLAS sgemv the limit reads wte with)
+lands on either side of 100% by the two medians' noise: a row is a model error only above the
+fastest round its limit ever ran in that process (the median over processes), flagged, never
+shown as a result, never counted for the bar. Between the two it is shown as measured (up to a
+few % over 100: at the limit).
 """
 
 from __future__ import annotations
@@ -48,19 +52,22 @@ def _limit(result: dict, w: wl.Workload) -> tuple[float, str]:
 
 
 def _process_pcts(nbytes: int, process_medians: list[float], result: dict, w: wl.Workload,
-                  limit: float) -> list[float]:
+                  limit: float, key: str = "gbps") -> list[float]:
     """The row's % of the limit in each process, against that process's own measured limit: the
     machine's memory speed drifts between processes (a third to half of it here), so a row and
     a limit are compared where both were measured. A row's % is their median. Against the
-    combined limit where processes' limits are not known one by one (one process, older files)."""
-    own = (result.get("limits", {}).get(w.group) or {}).get("process_gbps") or []
+    combined limit where processes' limits are not known one by one (one process, older files).
+    key="gbps_max": against the fastest round each process's limit ran instead of its median."""
+    lim = result.get("limits", {}).get(w.group) or {}
+    own = lim.get(f"process_{key}") or ([lim[key]] if key in lim and len(process_medians) == 1 else [])
     limits = own if len(own) == len(process_medians) else [limit] * len(process_medians)
     return [100 * nbytes / m / 1e9 / lim for m, lim in zip(process_medians, limits)]
 
 
-def over_limit(pct: float) -> bool:
-    """A row above 100% of its limit: the byte model or the reference is wrong for it."""
-    return pct > 100.0
+def over_limit(pct_of_fastest: float) -> bool:
+    """A row faster than the fastest round of its limit (module docstring): the byte model or the
+    reference is wrong for it."""
+    return pct_of_fastest > 100.0
 
 
 def workload_rows(results: list[dict]) -> list[dict]:
@@ -94,7 +101,7 @@ def workload_rows(results: list[dict]) -> list[dict]:
                            calls_per_sample=rec.get("calls_per_sample", 1),
                            distinct_ids=rec.get("distinct_ids"), gbps=nbytes / med / 1e9,
                            gflops=wl.flops(w) / med / 1e9)
-                if over_limit(pct):
+                if over_limit(statistics.median(_process_pcts(nbytes, process_medians, res, w, limit, "gbps_max"))):
                     row["model_error"] = (f"{pct:.0f}% of its limit ({nbytes / 1e6:.1f} MB in {med * 1e3:.3f} ms "
                                           f"against {limit:.1f} GB/s, {limit_kind}; each process against its "
                                           f"own: {', '.join(f'{p:.0f}%' for p in process_pcts)})")

@@ -58,12 +58,14 @@ def test_a_limit_is_measured_again_after_each_row_and_the_faster_kept(monkeypatc
     from gpt2_conformance.bench import bandwidth
 
     speeds = iter([30.0, 20.0, 45.0, 25.0])
+    fastest_round = {30.0: 31.0, 20.0: 21.0, 45.0: 46.0, 25.0: 60.0}  # the slower last one had the fastest round
 
     asked = []
 
     def matched(read, write, flush=None, only=None, **_):
         asked.append(only)
-        return {"read": read, "write": write, "gbps": next(speeds), "gbps_min": 1.0, "gbps_max": 99.0,
+        speed = next(speeds)
+        return {"read": read, "write": write, "gbps": speed, "gbps_min": 1.0, "gbps_max": fastest_round[speed],
                 "cache": "warm" if flush is None else "cold", "threads": 2, "reader": "dot"}
     monkeypatch.setattr(bandwidth, "matched", matched)
     suite, step = wl.Workload("logits", "decode", 1, 1, 768, 512), wl.Workload("forward", "prefill", 8, 1024, 768)
@@ -74,6 +76,8 @@ def test_a_limit_is_measured_again_after_each_row_and_the_faster_kept(monkeypatc
     child.remeasure_limit(limits, suite, flush=None)  # 25: slower, listed only
     assert limits[suite.group]["gbps"] == 45.0 and limits[suite.group]["measured_gbps"] == [30.0, 45.0, 25.0]
     assert limits[suite.group]["distinct_ids"] == 1
+    assert limits[suite.group]["gbps_max"] == 60.0, "the fastest round of any measurement is kept"
+    assert limits[step.group]["gbps_max"] == 21.0
     assert asked == [None, None, (2, "dot"), (2, "dot")]  # again: only the configuration that won
 
 

@@ -55,6 +55,27 @@ def test_a_row_above_its_limit_is_flagged_never_shown_as_a_result(tmp_path):
     assert "MODEL ERRORS" in open(paths["markdown"]).read()
 
 
+def test_a_row_within_its_limits_own_rounds_is_shown_not_flagged():
+    """A limit is its reference's median round; a row doing the reference's own work lands a few %
+    either side of it. Above the median but below the limit's fastest round the row is shown as
+    measured (103%); above the fastest round it is a model error, in one process and in three."""
+    from gpt2_conformance.bench import processes
+
+    def result(share, fastest=1.06, limit=20.0):
+        res = child_result("numpy", median=BAR_BYTES / (limit * 1e9) / share, limit=limit)
+        next(iter(res["limits"].values()))["gbps_max"] = limit * fastest
+        return res
+
+    row = workload_rows([result(1.03)])[0]
+    assert "model_error" not in row and row["pct_limit"] == pytest.approx(103.0)
+    row = workload_rows([result(1.10)])[0]
+    assert "pct_limit" not in row and row["model_error"].startswith("110% of its limit")
+    row = workload_rows([processes.combine([result(1.03), result(1.04), result(0.98)])])[0]
+    assert "model_error" not in row and row["pct_limit"] == pytest.approx(103.0)
+    row = workload_rows([processes.combine([result(1.03, fastest=1.02), result(1.04, fastest=1.02), result(0.98)])])[0]
+    assert row["model_error"].startswith("103% of its limit"), "two of three processes above their fastest round"
+
+
 def test_each_process_is_held_to_its_own_limit():
     """Three processes whose memory ran at 20, 30 and 40 GB/s, each row timed at 95% of its own
     process's limit: the row is at 95%, not 126% of the median limit (a MODEL ERROR the drift
