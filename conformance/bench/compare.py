@@ -25,6 +25,9 @@ fresh processes (`--processes N`) and the gate judges against that spread too:
   changes, not large ones.
 - ok: anything else, within the spread included.
 
+`bench` times the backends of REGRESSED rows again in fresh processes before it fails a run
+(`--confirm`, command.py) and judges those rows once more on all their processes.
+
 A baseline from one process (or from pytest-benchmark) has no cross-process spread: its rows are
 judged by their samples alone, as before. Benchmarks present on only one side are listed, never
 failed.

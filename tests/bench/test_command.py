@@ -24,10 +24,46 @@ def test_command_writes_all_outputs_and_gates(tmp_path, monkeypatch, capsys):
         assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     baseline = tmp_path / "baseline.json"
     baseline.write_text((out / "bench.json").read_text())
-    assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "10")) == 1
+    assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "10",
+                                  "--confirm", "0")) == 1
     assert "REGRESSED" in capsys.readouterr().out
     assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--fail-above", "30")) == 0
     assert next(medians, None) is None  # every backend ran in 3 processes each time
+
+
+def test_a_regression_is_timed_again_and_judged_on_all_its_processes(tmp_path, monkeypatch, capsys):
+    """Three processes that all landed 20% slow, then three confirming processes at the
+    baseline's speed: not a regression (the pooled row's fastest process is the baseline's).
+    Three more that hold the slowdown: REGRESSED, on six processes. The confirming children
+    time only the regressed rows' workloads and modes."""
+    medians, requests = [], []
+
+    def fake_child(request, log_dir, timeout):
+        requests.append(request)
+        return child_result(median=medians.pop(0))
+
+    monkeypatch.setattr(command, "run_child", fake_child)
+    medians[:] = [0.010] * 3
+    assert command.run(bench_args(tmp_path, "--quick")) == 0
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text((tmp_path / "out" / "bench.json").read_text())
+    gate = ("--quick", "--compare", str(baseline), "--fail-above", "10")
+
+    medians[:], requests[:] = [0.012] * 3 + [0.010] * 3, []
+    assert command.run(bench_args(tmp_path, *gate)) == 0
+    out = capsys.readouterr().out
+    assert "confirm: 1 row(s) REGRESSED" in out and "0 of the 1 row(s) still REGRESSED" in out, out[-1500:]
+    confirming = requests[3:]
+    assert len(confirming) == 3 and all(r["modes"] == ["suite"] for r in confirming)
+    assert all({w["kind"] + "_" + w["phase"] for w in r["workloads"]} == {"forward_prefill"} for r in confirming)
+    row = json.loads((tmp_path / "out" / "bench.json").read_text())["benchmarks"][0]["extra_info"]
+    assert [round(m, 6) for m in row["process_medians_s"]] == [0.012] * 3 + [0.010] * 3
+
+    medians[:] = [0.012] * 6
+    assert command.run(bench_args(tmp_path, *gate)) == 1
+    out = capsys.readouterr().out
+    assert "1 of the 1 row(s) still REGRESSED" in out and "compare: FAILED" in out, out[-1500:]
+    assert command.run(bench_args(tmp_path, *gate[:1], "--confirm", "-1")) == 2
 
 
 def test_backends_run_interleaved_in_fresh_processes_and_rows_keep_each_process_median(tmp_path, monkeypatch, capsys):
