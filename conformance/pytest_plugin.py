@@ -25,6 +25,9 @@ def pytest_addoption(parser):
     group.addoption("--gpt2c-no-shrink", action="store_true", help="report a failing example as first drawn, not "
                     "minimised: the same verdicts, sooner on an implementation that fails (the messages' "
                     "examples are then not the smallest)")
+    group.addoption("--gpt2c-first-drawn", action="append", default=[], metavar="CLAUSE",
+                    help="report this clause's failing examples as first drawn, not minimised (repeatable; the "
+                    "CLI passes every waived clause: its waiver already names the deviation)")
     group.addoption("--gpt2c-case", action="append", default=[], metavar="NODEID",
                     help="run only this test of the suite, e.g. 'test_bounds.py::test_too_long_raises' (a "
                     "report's repro line); repeatable")

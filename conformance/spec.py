@@ -304,6 +304,9 @@ DRAW_MODES = (
     "reported as first drawn instead of minimised (hypothesis' shrink phase is skipped). Verdicts are "
     "the same; a failing implementation is judged sooner, and its messages show a larger example. The "
     "JSON report stores it (environment.draws.shrink).",
+    "A waived clause's failing examples are always reported as first drawn (its waiver names the "
+    "deviation already; the JSON report lists those clauses in environment.draws.first_drawn): the "
+    "same verdicts, and a third-party run spends nothing minimising examples no verdict reads.",
 )
 
 

@@ -123,3 +123,70 @@ def test_no_shrink_run_is_stored_and_replayed(tmp_path):
     assert clause["status"] == "FAIL", clause
     (test,) = clause["tests"]
     assert test["repro"] == f"gpt2-conformance run --adapter helpers.mutants:OffsetTwice --no-shrink --case {case}"  # shlex.quote leaves it bare
+
+
+class _Config:
+    """What the suite's hooks read of a pytest config: the waivers and --gpt2c-first-drawn."""
+
+    def __init__(self, waived=(), first_drawn=()):
+        self._gpt2c_waivers = {clause: object() for clause in waived}
+        self.first_drawn = list(first_drawn)
+
+    def getoption(self, name, default=None):
+        return self.first_drawn if name == "--gpt2c-first-drawn" else default
+
+
+def _reported_by_the_hook(config) -> tuple[int, tuple]:
+    """(the example a failing drawn test of clause C reports when called inside the suite's
+    pytest_runtest_call hook, its settings' phases after the call)."""
+    from types import SimpleNamespace
+
+    from gpt2_conformance.runtime import hooks
+
+    reported = []
+
+    @strategies.suite_settings(max_examples=50)
+    @given(st.integers(0, 10**9))
+    def test(x):
+        reported.append(x)
+        assert x < 1000
+
+    item = SimpleNamespace(obj=test, config=config, get_closest_marker=lambda name: SimpleNamespace(args=("C",)))
+    call = hooks.pytest_runtest_call(item)
+    next(call)
+    with pytest.raises(AssertionError):
+        test()
+    with contextlib.suppress(StopIteration):
+        next(call)
+    return reported[-1], test._hypothesis_internal_use_settings.phases
+
+
+def test_a_waived_clauses_failing_example_is_reported_as_first_drawn():
+    """A waived clause (a waiver of the pytest route, or --gpt2c-first-drawn as the CLI passes
+    each waived clause) skips the shrink phase for that test's call only; any other clause shrinks."""
+    from hypothesis import Phase
+
+    shrunk, phases = _reported_by_the_hook(_Config())
+    assert shrunk == 1000 and Phase.shrink in phases
+    for config in (_Config(waived=["C"]), _Config(first_drawn=["C"])):
+        first, phases = _reported_by_the_hook(config)
+        assert first > 1000, first
+        assert Phase.shrink in phases  # put back after the call
+
+
+def test_run_passes_its_waived_clauses_as_first_drawn(tmp_path):
+    """`run` with a waiver: the clause is waived as before and the report lists it as first drawn;
+    the --case replay exits 0 (it runs in one child: on two cores the shard without the test
+    errored and failed the replay)."""
+    waivers = tmp_path / "waivers.toml"
+    waivers.write_text('[[waiver]]\nclause = "POSITIONS-OFFSET"\nreason = "a test"\nlink = "https://example.org/1"\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "helpers.mutants:OffsetTwice",
+                          "--waivers", str(waivers), "--case", "test_positions.py::test_offset_positions",
+                          "--report-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (path,) = tmp_path.glob("*.json")
+    report = json.loads(path.read_text())
+    assert report["environment"]["draws"]["first_drawn"] == ["POSITIONS-OFFSET"], report["environment"]["draws"]
+    clause = next(c for c in report["clauses"] if c["id"] == "POSITIONS-OFFSET")
+    assert clause["status"] == "DEVIATION (WAIVED)", clause

@@ -147,7 +147,9 @@ def _bounded(seconds: float, what: str):
 
 def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResult:
     """One backend: its suite split over --jobs child processes (default: the cores)."""
-    result = _judge(name, args, waiver_list, log_dir, shards=args.jobs or cores())
+    # --case: one child. A test lands in one shard only, and a shard left with no --case test
+    # errored ("names no test of the suite"), failing the replay of a test that passed
+    result = _judge(name, args, waiver_list, log_dir, shards=1 if args.case else (args.jobs or cores()))
     print(report.scorecard(result), flush=True)
     _write_reports(result, args)
     return result
@@ -158,6 +160,8 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
     draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + \
         (["--gpt2c-no-shrink"] if args.no_shrink else [])
     cases = [arg for case in args.case for arg in ("--gpt2c-case", case)]
+    # a waived clause's failures are reported as first drawn (runtime/hooks.py pytest_runtest_call)
+    draws += [arg for clause in sorted({w.clause for w in waiver_list}) for arg in ("--gpt2c-first-drawn", clause)]
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
                                 checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=not args.case,
                                 shards=shards, side_by_side=side_by_side, extra_args=draws + cases)
@@ -165,6 +169,8 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
                                     "replay": f"--thorough --seed {args.seed}"} if args.thorough
                                    else {"mode": "default", "derandomized": True})
     result.environment["draws"]["shrink"] = not args.no_shrink
+    if waiver_list and not args.no_shrink:
+        result.environment["draws"]["first_drawn"] = sorted({w.clause for w in waiver_list})
     result.environment.setdefault("implementation", name)
     result.environment["log"] = os.path.basename(log)  # beside the reports; the report names no folder
     result.log_path = log

@@ -5,6 +5,7 @@ that merely has the suite installed pays nothing for it."""
 from gpt2_conformance.runtime.fixtures import (adapter, adapter_factory, capabilities, device,  # noqa: F401
                                                golden_tables, rounded_tables, make_adapter, tables)
 from gpt2_conformance.runtime.hooks import (pytest_collection_finish, pytest_collection_modifyitems, pytest_configure,  # noqa: F401
-                                            pytest_report_header, pytest_runtest_logfinish, pytest_runtest_makereport,
+                                            pytest_report_header, pytest_runtest_call, pytest_runtest_logfinish,
+                                            pytest_runtest_makereport,
                                             pytest_runtest_setup, pytest_sessionfinish,
                                             pytest_terminal_summary)
