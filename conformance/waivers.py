@@ -51,6 +51,12 @@ def load(path: str) -> list[Waiver]:
     return waivers
 
 
+def first_drawn_args(waivers: list[Waiver]) -> list[str]:
+    """The suite child's arguments that report each waived clause's failing examples as first
+    drawn (runtime/hooks.py pytest_runtest_call): the waiver names the deviation already."""
+    return [arg for clause in sorted({w.clause for w in waivers}) for arg in ("--gpt2c-first-drawn", clause)]
+
+
 def apply(result: res.SuiteResult, waivers: list[Waiver], fixed: dict[str, str] | None = None) -> res.SuiteResult:
     """FAIL -> WAIVED for waived clauses; waivers whose clause did not fail become stale. `fixed`
     (clause -> why, from gpt2_conformance.upstream.causes.fixed_clauses) names waived clauses whose

@@ -160,8 +160,7 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
     draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + \
         (["--gpt2c-no-shrink"] if args.no_shrink else [])
     cases = [arg for case in args.case for arg in ("--gpt2c-case", case)]
-    # a waived clause's failures are reported as first drawn (runtime/hooks.py pytest_runtest_call)
-    draws += [arg for clause in sorted({w.clause for w in waiver_list}) for arg in ("--gpt2c-first-drawn", clause)]
+    draws += waivers.first_drawn_args(waiver_list)
     result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
                                 checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=not args.case,
                                 shards=shards, side_by_side=side_by_side, extra_args=draws + cases)

@@ -38,12 +38,13 @@ def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT, reproductions
     waiver whose reproduction no longer reproduces is stale. `shards`: child processes for the
     suite (default: one per core; 1 where the cores are busy already, as in a parallel test run,
     since each shard imports the framework and builds the model again). `shrink=False`: failing
-    examples as first drawn (run --no-shrink), the same verdicts sooner."""
+    examples as first drawn (run --no-shrink), the same verdicts sooner; a waived clause's are first
+    drawn either way."""
     entry = registry.builtin()[name]
     factory = registry.resolve(name)
     waiver_list = waivers.load(entry.waivers_path())
     result = runner.run_backend(name, "cpu", timeout, shards=shards or cores(),
-                                extra_args=() if shrink else ("--gpt2c-no-shrink",))
+                                extra_args=waivers.first_drawn_args(waiver_list) if shrink else ("--gpt2c-no-shrink",))
     fixed = causes.fixed_clauses(causes.reproduce(name, jobs=cores())) if reproductions else {}
     waivers.apply(result, waiver_list, fixed)
     return result, waiver_list, factory.implementation()
