@@ -51,10 +51,15 @@ def load(path: str) -> list[Waiver]:
     return waivers
 
 
+def clauses(waivers: list[Waiver]) -> list[str]:
+    """The waived clause IDs, sorted, each once."""
+    return sorted({w.clause for w in waivers})
+
+
 def first_drawn_args(waivers: list[Waiver]) -> list[str]:
     """The suite child's arguments that report each waived clause's failing examples as first
     drawn (runtime/hooks.py pytest_runtest_call): the waiver names the deviation already."""
-    return [arg for clause in sorted({w.clause for w in waivers}) for arg in ("--gpt2c-first-drawn", clause)]
+    return [arg for clause in clauses(waivers) for arg in ("--gpt2c-first-drawn", clause)]
 
 
 def apply(result: res.SuiteResult, waivers: list[Waiver], fixed: dict[str, str] | None = None) -> res.SuiteResult:

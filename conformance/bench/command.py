@@ -263,16 +263,18 @@ def run(args) -> int:
         code = 1
     elif args.compare:
         baseline = compare_mod.load(args.compare)
-        regressions, changes, missing, new = compare_mod.compare(baseline, _timed(paths), args.fail_above)
+        current = _read_json(paths)
+        regressions, changes, missing, new = compare_mod.compare(baseline, compare_mod.timed(current), args.fail_above)
         if regressions and args.confirm:
-            retimed = _confirm(args, runs, regressions, _timed(paths, by="extra_info"))
+            retimed = _confirm(args, runs, regressions, current)
             if retimed:
                 first = len(regressions)
                 results = [processes.combine(runs[name]) for name in names]
                 meta.update(other_load_cores=other_load.cores(), confirm_processes=args.confirm)
                 paths = _write_outputs(results, verdicts, meta, args, start, table=False)
                 if "json" in paths:
-                    regressions, changes, missing, new = compare_mod.compare(baseline, _timed(paths), args.fail_above)
+                    regressions, changes, missing, new = compare_mod.compare(
+                        baseline, compare_mod.timed(_read_json(paths)), args.fail_above)
                 print(f"confirm: judged again on all their processes, {len(regressions)} of the {first} row(s) "
                       "still REGRESSED", flush=True)
         print(compare_mod.report(regressions, changes, missing, new, args.fail_above))
@@ -300,22 +302,20 @@ def _write_outputs(results: list[dict], verdicts: list[dict], meta: dict, args, 
     return paths
 
 
-def _timed(paths: dict, by: str = "timed"):
-    """This run's bench.json: the gate's {fullname: Timed}, or (by="extra_info") {name: extra_info}."""
+def _read_json(paths: dict) -> dict:
+    """This run's bench.json, as written."""
     with open(paths["json"]) as f:
-        data = json.load(f)
-    if by == "timed":
-        return compare_mod.timed(data)
-    return {b["name"]: b.get("extra_info") or {} for b in data.get("benchmarks", [])}
+        return json.load(f)
 
 
-def _confirm(args, runs: dict[str, list[dict]], regressions: list, info: dict[str, dict]) -> bool:
+def _confirm(args, runs: dict[str, list[dict]], regressions: list, current: dict) -> bool:
     """Time the backends of the rows called REGRESSED again, in args.confirm more fresh processes
     each (only those rows' workloads and modes), appending the results to `runs`; whether they
     all ran. Why: on these virtual machines a row can settle at one of two speeds per process (a
     NumPy decode at 9 or 17 us, a TensorFlow head at 5 or 7 ms, whole processes apart), so three
     processes that all landed slow are not yet a regression; a slowdown the code made holds in
     every process after it too. A process that fails leaves the first verdict standing."""
+    info = {b["name"]: b.get("extra_info") or {} for b in current.get("benchmarks", [])}
     suspects: dict[str, tuple[set, set]] = {}
     for change in regressions:
         row = info.get(change.name) or {}

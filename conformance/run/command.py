@@ -169,7 +169,7 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
                                    else {"mode": "default", "derandomized": True})
     result.environment["draws"]["shrink"] = not args.no_shrink
     if waiver_list and not args.no_shrink:
-        result.environment["draws"]["first_drawn"] = sorted({w.clause for w in waiver_list})
+        result.environment["draws"]["first_drawn"] = waivers.clauses(waiver_list)
     result.environment.setdefault("implementation", name)
     result.environment["log"] = os.path.basename(log)  # beside the reports; the report names no folder
     result.log_path = log

@@ -136,11 +136,11 @@ def pytest_runtest_call(item):
     if marker is None or settings is None or not _first_drawn(item.config, marker.args[0]):
         yield
         return
-    from hypothesis import Phase
     from hypothesis import settings as hypothesis_settings
 
-    test._hypothesis_internal_use_settings = hypothesis_settings(
-        settings, phases=tuple(p for p in settings.phases if p is not Phase.shrink))
+    from gpt2_conformance.runtime.strategies import without_shrinking
+
+    test._hypothesis_internal_use_settings = hypothesis_settings(settings, phases=without_shrinking(settings.phases))
     try:
         yield
     finally:

@@ -144,6 +144,13 @@ class DrawMode:
 MODE = DrawMode()
 
 
+def without_shrinking(phases) -> tuple:
+    """hypothesis phases less its shrink phase: a failing example is reported as first drawn."""
+    from hypothesis import Phase
+
+    return tuple(p for p in phases if p is not Phase.shrink)
+
+
 def suite_settings(max_examples: int = 25):
     """Deterministic by default (derandomized, no example database), no deadline: a verdict must
     not depend on the run or on machine load. In the thorough mode, THOROUGH_FACTOR times the
@@ -155,7 +162,7 @@ def suite_settings(max_examples: int = 25):
     examples = max_examples * (THOROUGH_FACTOR if MODE.thorough else 1)
     # without the shrink phase a test that fails still fails (its first failing example is
     # replayed and raised), only sooner: shrinking is most of a failing implementation's run
-    phases = tuple(Phase) if MODE.shrink else tuple(p for p in Phase if p is not Phase.shrink)
+    phases = tuple(Phase) if MODE.shrink else without_shrinking(Phase)
     chosen = settings(max_examples=examples, derandomize=not MODE.thorough, database=None, deadline=None,
                       print_blob=False, phases=phases,
                       suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
