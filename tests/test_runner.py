@@ -255,3 +255,30 @@ def test_versions_read_installs_made_after_the_kept_distribution_map(tmp_path, m
     stat = os.stat(site)
     os.utime(site, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a coarse clock still sees the change
     assert runner._versions(["gpt2c_fake_framework"])["gpt2c-fake-framework"] == "1.2.3"
+
+
+@pytest.mark.parametrize("body,status", [("assert True", 0), ("assert False", 1)])
+def test_a_child_ends_with_pytests_status_once_its_events_are_written(tmp_path, body, status):
+    """The child skips interpreter teardown (os._exit after the session, run/events.py): pytest's
+    exit status still reaches the parent, every event is in the file, exit handlers (an
+    adapter's temporary files) still run, and a module global's __del__ (the teardown skipped)
+    does not."""
+    (tmp_path / "test_one.py").write_text(
+        "import atexit, pathlib\n"
+        "HERE = pathlib.Path(__file__).parent\n"
+        "atexit.register((HERE / 'exit-handler-ran').write_text, 'ran')\n"
+        "class Kept:\n"
+        "    def __del__(self, path=str(HERE / 'teardown-ran'), open=open):\n"
+        "        open(path, 'w').close()\n"
+        "KEPT = Kept()\n"
+        f"def test_one():\n    {body}\n")
+    events = tmp_path / "events.jsonl"
+    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                            "-p", "gpt2_conformance.run.events", "--gpt2c-results", str(events), str(tmp_path)],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert child.returncode == status, child.stdout + child.stderr
+    assert ("1 passed" if status == 0 else "1 failed") in child.stdout, child.stdout
+    assert [json.loads(line)["event"] for line in events.read_text().splitlines()] == ["collected", "start"], \
+        events.read_text()  # no clause marker: no result line; no adapter: no session line
+    assert (tmp_path / "exit-handler-ran").exists(), "the child skipped its exit handlers"
+    assert not (tmp_path / "teardown-ran").exists(), "the child ran its interpreter teardown"

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 
 import numpy as np
 import openvino as ov
@@ -64,7 +65,7 @@ class OpenVINOHFAdapter(OnnxHFExportAdapter):
         self.core = ov.Core()
         self.compiled = self.request = None  # built by load_tables / init_tables, which always come next
         self._inputs: set[str] = set()
-        self._folder = None
+        self._folder = self._removal = None  # the compiled model's folder, and what removes it
 
     def _start(self, wte, wpe):
         folder = tempfile.mkdtemp(prefix="gpt2c-openvino-")
@@ -76,13 +77,11 @@ class OpenVINOHFAdapter(OnnxHFExportAdapter):
             raise
         self.compiled, self.request = compiled, compiled.create_infer_request()
         self._inputs = {name for port in compiled.inputs for name in port.get_names()}
-        if self._folder:
-            shutil.rmtree(self._folder, ignore_errors=True)
-        self._folder = folder  # kept while the model may map its external data
-
-    def __del__(self):
-        if getattr(self, "_folder", None):
-            shutil.rmtree(self._folder, ignore_errors=True)
+        if self._removal:
+            self._removal()
+        # kept while the model may map its external data; a finalizer, not __del__, so that it also
+        # runs in a process that exits without tearing its objects down (the suite's children)
+        self._folder, self._removal = folder, weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
 
     def _run(self, output, feeds):
         result = self.request.infer({k: v for k, v in feeds.items() if k in self._inputs}, share_inputs=True)
