@@ -10,6 +10,8 @@ Modes:
             gather does on one core with no allocation; an adapter that returns fresh arrays
             cannot reuse the buffer.
   fancy     wte[ids] + wpe[...] (fancy indexing, two fresh arrays, one thread), for comparison.
+  nocheck   forward only: the suite mode's gather + add with no range check (mode="clip" then
+            clamps a bad id silently): what the check costs. Comparison only, never the bar.
 The head uses BLAS threads in every mode.
 """
 
@@ -25,10 +27,11 @@ MODES = {
     "suite": "NumpyAdapter: host range check, np.take(mode='clip') + in-place add, one piece per core (fresh output)",
     "take-out": "host range check, np.take(mode='clip', out=) + np.add(out=) into a preallocated buffer, one thread",
     "fancy": "host range check, wte[ids] + wpe[p:p+T] (fancy indexing)",
+    "nocheck": "forward only: the suite mode's np.take(mode='clip') + add, one piece per core, no check (comparison only)",
 }
 SUITE_MODE = "suite"
 FASTEST_MODE = "suite"  # threaded; take-out shows one core with no allocation
-CHECK = {m: "on (host min/max before the gather)" for m in MODES}
+CHECK = {**{m: "on (host min/max before the gather)" for m in MODES}, "nocheck": "OFF (comparison only)"}
 
 
 def available(device: str) -> tuple[bool, str]:
@@ -74,6 +77,11 @@ class Runner:
                     np.take(self.wte, ids, axis=0, out=out, mode="clip")
                     return np.add(out, pos, out=out)
                 return take_out
+            if self.mode == "nocheck":
+                from gpt2_conformance.backends.numpy.adapter import _gather_add
+
+                rows = self.wpe[past_length:past_length + ids.shape[1]]
+                return lambda: _gather_add(self.wte, rows, ids)
             if self.mode == "fancy":
                 def fancy():
                     check_embed_inputs(ids, past_length)

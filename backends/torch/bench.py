@@ -9,6 +9,9 @@ Modes:
            The check cannot live inside the compiled graph without a graph break (it raises
            on a host bool), and torch.compile changes the exception type a bad index raises,
            which is why the adapter stays eager.
+  nocheck  forward only: the compile mode's kernel with no check before it (F.embedding then
+           raises or asserts only where torch's own gather does): what the check costs.
+           Comparison only, never the bar.
 backward: suite = torch.autograd.grad(h, [wte, wpe], dh) on a graph built once (retain_graph);
 compile = torch.compile of the same dense scatter-add (index_add_ into zeros, wpe rows summed
 over the batch).
@@ -26,11 +29,12 @@ MODES = {
     "suite": "eager GPT2Embedding (the adapter's mode), aminmax check + host sync",
     "compile": "eager check (aminmax + host sync), then torch.compile(embedding + add)",
     "suite-1thread": "the suite mode with torch.set_num_threads(1)",
+    "nocheck": "forward only: the compile mode's torch.compile(embedding + add) with no check (comparison only)",
 }
 SUITE_MODE = "suite"
 FASTEST_MODE = "compile"
 CHECK = {"suite": "on (aminmax on device, host sync)", "compile": "on (eager aminmax + host sync before the compiled kernel)",
-         "suite-1thread": "on (aminmax on device, host sync)"}
+         "suite-1thread": "on (aminmax on device, host sync)", "nocheck": "OFF (comparison only)"}
 _THREADS = torch.get_num_threads()  # the default, restored for every mode but suite-1thread
 
 
@@ -108,6 +112,13 @@ class Runner:
 
     def make(self, w, ids, past_length, dh=None, h=None):
         model = self.model
+        if w.kind == "forward" and self.mode == "nocheck":
+            wte, wpe = model.wte.weight, model.wpe.weight[past_length:past_length + ids.shape[1]]
+
+            @torch.no_grad()
+            def unchecked():
+                return _gather_add(wte, wpe, ids)
+            return unchecked
         if w.kind == "forward":
             fwd = self._checked_compiled_forward if self.mode == "compile" else model
 

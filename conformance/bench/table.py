@@ -108,9 +108,11 @@ def _bar_lines(verdict: dict) -> list[str]:
             faults = f", {v['faults_per_call']:.0f} faults/call" if (v.get("faults_per_call") or 0) >= 1 else ""
             low, high = v.get("pct_range", (v["pct"], v["pct"]))
             spread = f" ({low:.0f}..{high:.0f}% over its processes)" if high > low else ""
+            u = v.get("unchecked")
+            off = f"; without the check: {u['mode']} {u['median_ms']:.2f} ms, {u['pct']:.0f}%" if u else ""
             lines.append(f"{b}: fastest measured mode with the check on: {v['mode']} ({v['check']}) "
                          f"{v['median_ms']:.2f} ms, {v['gbps']:.1f} of {v['limit_gbps']:.1f} GB/s = "
-                         f"{v['pct']:.0f}% of the limit{spread}{faults}{need}")
+                         f"{v['pct']:.0f}% of the limit{spread}{faults}{need}{off}")
     if "best" in verdict:
         v = verdict["best"]
         if v.get("ranked", True):

@@ -35,8 +35,12 @@ def test_numpy_hooks_compute_the_spec():
         r = bench.Runner(wte, wpe, mode, "cpu")
         out = r.make(wl.Workload("forward", "prefill", 1, 3, 4, 5), ids, 5)()
         np.testing.assert_array_equal(out, expect)
-        with pytest.raises(Exception, match="50257"):
-            r.make(wl.Workload("forward", "prefill", 1, 1, 4, 0), np.array([[50257]], np.int32), 0)()
+        bad = r.make(wl.Workload("forward", "prefill", 1, 1, 4, 0), np.array([[50257]], np.int32), 0)
+        if bench.CHECK[mode].startswith("on"):
+            with pytest.raises(Exception, match="50257"):
+                bad()
+        else:  # the comparison-only mode: np.take(mode="clip") reads the last row, silently
+            np.testing.assert_array_equal(bad(), wte[[[50256]]] + wpe[:1][None])
 
 
 def test_gpu_path_is_skipped_with_a_reason_on_a_cpu_machine():
@@ -68,3 +72,20 @@ def test_fastest_mode_keeps_the_bounds_check(backend):
     for bad in ([[1, 50257]], [[-1, 2]]):
         with pytest.raises(Exception, match="outside the wte table"):
             r.sync(r.make(w, r.put(np.array(bad, np.int32)), 3)())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "tensorflow", "jax"])
+def test_unchecked_modes_compute_the_same_h(backend):
+    """The modes shown beside the bar without their check (CHECK "OFF") time the same gather +
+    add: on valid ids, wte[ids] + wpe[p:p+T] bit for bit."""
+    pytest.importorskip(backend)
+    hooks = importlib.import_module(registry.entry(backend).bench_module)
+    unchecked = [m for m, check in hooks.CHECK.items() if check.startswith("OFF")]
+    assert unchecked, f"{backend} has no unchecked mode to show the check's cost"
+    wte = np.arange(gpt2.N_VOCAB * 4, dtype=np.float32).reshape(-1, 4)
+    wpe = np.arange(gpt2.N_CTX * 4, dtype=np.float32).reshape(-1, 4) / 7
+    ids = np.array([[1, 50256, 9]], np.int32)
+    for mode in unchecked:
+        r = hooks.Runner(wte, wpe, mode, "cpu")
+        out = r.sync(r.make(wl.Workload("forward", "prefill", 1, 3, 4, 3), r.put(ids), 3)())
+        np.testing.assert_array_equal(np.asarray(out), wte[ids] + wpe[3:6][None], err_msg=f"{backend} {mode}")

@@ -11,7 +11,7 @@ import pytest
 from gpt2_conformance.bench import files, table
 from gpt2_conformance.bench import workloads as wl
 from gpt2_conformance.bench.verdict import bar, workload_rows
-from helpers.bench_results import BAR_BYTES, child_result
+from helpers.bench_results import BAR_BYTES, child_result, timed_record
 
 
 def test_pct_of_limit_and_bar():
@@ -91,3 +91,17 @@ def test_each_process_is_held_to_its_own_limit():
             for lim, share in zip(limits, (1.08, 1.06, 0.9))]
     row = workload_rows([processes.combine(over)])[0]
     assert row["model_error"].startswith("106% of its limit") and "108%, 106%, 90%" in row["model_error"]
+
+
+def test_the_fastest_unchecked_mode_is_shown_beside_the_bar_and_never_judged():
+    """Issue 23: the check's cost is visible. A mode whose check is OFF is faster here; the bar
+    still takes the checked mode, and its line names the unchecked one beside it."""
+    result = child_result("jax", median=BAR_BYTES / 18e9 / 0.5, modes=("flag", "nocheck"))
+    result["check"] = {"flag": "on (min/max flag)", "nocheck": "OFF (comparison only)"}
+    nocheck = next(r for r in result["records"] if r["mode"] == "nocheck")
+    nocheck.update(timed_record("nocheck", wl.Workload("forward", "prefill", 8, 1024, 768), BAR_BYTES / 18e9 / 0.8))
+    verdict = bar(workload_rows([result]))
+    assert verdict["jax"]["mode"] == "flag" and verdict["jax"]["pct"] == pytest.approx(50.0)
+    assert verdict["jax"]["unchecked"]["mode"] == "nocheck" and verdict["jax"]["unchecked"]["pct"] == pytest.approx(80.0)
+    line = next(line for line in table._bar_lines(verdict) if line.startswith("jax:"))
+    assert "= 50% of the limit" in line and "without the check: nocheck" in line and "80%" in line, line
