@@ -29,7 +29,7 @@ _pool: ThreadPoolExecutor | None = None
 _HEAD_ROWS = 4096  # wte rows converted to float32 at a time by a float16 head (12 MB at d = 768)
 
 
-def _gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+def gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """h[b, t] = wte[ids[b, t]] + wpe_rows[t], split into contiguous pieces, one per core.
 
     np.take and the in-place add release the GIL, so threads run them in parallel (2.0x at
@@ -123,10 +123,10 @@ class NumpyAdapter(Adapter):
     def embed(self, ids, past_length=0):
         ids, past_length = check_embed_inputs(ids, past_length)
         seq_len = ids.shape[1]
-        # every id was checked just above, which _gather_add's mode="clip" relies on. Adding
+        # every id was checked just above, which gather_add's mode="clip" relies on. Adding
         # the position rows in place saves a second [B, T, d] array; with both cores, 5x
         # faster than wte[ids] + wpe[...] at B=8, T=1024, d=768 (see `gpt2-conformance bench`).
-        return _gather_add(self.wte, self.wpe[past_length : past_length + seq_len], ids)
+        return gather_add(self.wte, self.wpe[past_length : past_length + seq_len], ids)
 
     def logits(self, h_final):
         h_final = np.asarray(h_final)
