@@ -282,3 +282,18 @@ def test_a_child_ends_with_pytests_status_once_its_events_are_written(tmp_path, 
         events.read_text()  # no clause marker: no result line; no adapter: no session line
     assert (tmp_path / "exit-handler-ran").exists(), "the child skipped its exit handlers"
     assert not (tmp_path / "teardown-ran").exists(), "the child ran its interpreter teardown"
+
+
+def test_a_child_with_a_usage_error_still_prints_it(tmp_path):
+    """pytest prints a usage error after the session: a child that ends early must not lose it."""
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "def pytest_collection_modifyitems(config, items):\n"
+        "    raise pytest.UsageError('this suite refuses the arguments')\n")
+    events = tmp_path / "events.jsonl"
+    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                            "-p", "gpt2_conformance.run.events", "--gpt2c-results", str(events), str(tmp_path)],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert child.returncode == 4, child.stdout + child.stderr
+    assert "this suite refuses the arguments" in child.stderr, child.stdout + child.stderr

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
 
@@ -38,6 +39,17 @@ FRESH_PROCESS_EXIT = 75  # EX_TEMPFAIL: "try again", in a new process
 
 def poisons_device(message: str) -> bool:
     return any(mark in message for mark in POISONED_DEVICE)
+
+
+def death(returncode: int) -> str:
+    """How a test process ended, as a crash message says it: the signal by name (a segfault in
+    native code is SIGSEGV), else the exit code."""
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
 
 
 class EventsWriter:
@@ -121,8 +133,6 @@ class _TimedOut(Exception):
 def _bounded_fingerprint(factory, device: str, timeout: float | None) -> dict:
     """The parity fingerprint, within the run's per-test timeout (a hang in native code that no
     signal interrupts is the parent's watchdog's to end)."""
-    import signal
-
     from gpt2_conformance.run import parity
 
     def expire(signum, frame):
@@ -174,6 +184,11 @@ def pytest_sessionstart(session):
         session.config.pluginmanager.register(EventsWriter(path), "gpt2c-events-writer")
 
 
+# pytest's exit statuses of a session that ran: all passed, some failed, none collected. The
+# others (interrupted, internal or usage error) are printed by pytest after the session ends.
+FINISHED_STATUSES = (0, 1, 5)
+
+
 @pytest.hookimpl(trylast=True)  # after every other plugin has finished with the session
 def pytest_unconfigure(config):
     """End the child here, with pytest's exit status, once its events are written: tearing down an
@@ -183,7 +198,7 @@ def pytest_unconfigure(config):
     files); objects' __del__ at shutdown does not."""
     writer = config.pluginmanager.get_plugin("gpt2c-events-writer")
     status = getattr(writer, "exitstatus", None)
-    if status is None:  # no events file, or the session never finished: pytest's own exit
+    if status not in FINISHED_STATUSES:  # no events file, or pytest has an error still to print
         return
     atexit._run_exitfuncs()
     sys.stdout.flush()
