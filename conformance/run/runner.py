@@ -4,7 +4,9 @@ run_in_process(factory): pytest.main in this process with the factory injected (
 by the kill matrix and tests). run_backend(name): pytest in a child process that appends a
 JSON line per test, watched by this process, so an adapter that crashes the interpreter or
 hangs inside native code costs one FAIL, not the run: the test in flight is recorded as a
-FAIL with the reason and the child is restarted without the tests already done.
+FAIL with the reason and the child is restarted without the tests already done. A child
+that is a single thread after its imports does the restarting itself, by forking a new worker
+(run/forking.py): the same isolation, without a second start-up per crash.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import io
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import tempfile
@@ -53,8 +54,8 @@ SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider
 # cost its start-up: pytest rewrites the asserts of every module of an autoloaded plugin's
 # distribution (166 modules here: hypothesis, anyio, typeguard, ...), again in every child where
 # bytecode is not written (PYTHONDONTWRITEBYTECODE): about 4 s of each child on these machines.
-CHILD_PLUGINS = ("gpt2_conformance.pytest_plugin", "gpt2_conformance.run.events", "pytest_timeout",
-                 "_hypothesis_pytestplugin")
+CHILD_PLUGINS = ("gpt2_conformance.pytest_plugin", "gpt2_conformance.run.events", "gpt2_conformance.run.forking",
+                 "pytest_timeout", "_hypothesis_pytestplugin")
 
 
 class _Collector:
@@ -231,7 +232,7 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
             log_lock: threading.Lock, child_vars: dict | None = None) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
-    the rest. `child_vars`: thread-pool sizes and the backend's own variables for the children,
+    the rest (a crash a forking child survived, run/forking.py, arrives here as that FAIL). `child_vars`: thread-pool sizes and the backend's own variables for the children,
     where the environment sets none."""
     env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     for name, value in (child_vars or {}).items():
@@ -264,7 +265,7 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
                 # it died in a test: that test FAILs and the rest run on; when it was the last, one
                 # more pass (every test deselected) ends the session: the implementation and parity
                 reason = (f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed" if hung
-                          else f"crashed: the test process died ({_death(child.returncode)}) during this test")
+                          else f"crashed: the test process died ({events_file.death(child.returncode)}) during this test")
                 out.outcomes[this.in_flight] = res.TestOutcome(this.in_flight, (clauses or {}).get(this.in_flight, ""),
                                                                "failed", reason)
                 continue
@@ -273,22 +274,12 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
             if clauses is None:  # it never collected the suite: nothing was judged
                 out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
             elif out.session is None:  # every test judged, then it died finishing the session
-                why = "hung" if hung else f"died ({_death(child.returncode)})"
+                why = "hung" if hung else f"died ({events_file.death(child.returncode)})"
                 out.session = {"parity": {"error": f"not computed: the test process {why} while computing it"}}
             elif child.returncode not in (0, 1, 5):  # 5: no test left, every one judged in earlier passes
                 out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
             break
     return out
-
-
-def _death(returncode: int) -> str:
-    """How a child died: the signal by name (a segfault in native code is SIGSEGV), else the code."""
-    if returncode < 0:
-        try:
-            return f"killed by signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
