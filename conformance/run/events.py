@@ -52,6 +52,11 @@ def death(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
+def crashed(how: str) -> str:
+    """The FAIL message of a test its process died in, `how` as death() says it."""
+    return f"crashed: the test process died ({how}) during this test"
+
+
 class EventsWriter:
     """Appends the events of one pytest session to `path`."""
 

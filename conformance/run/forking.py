@@ -110,9 +110,9 @@ def pytest_runtestloop(session):
         progress = set(seen.done) - finished
         finished |= set(seen.done)
         if seen.in_flight is not None:  # it died in a test: that test FAILs, the next worker runs the rest
-            writer.write({"event": "result", "nodeid": seen.in_flight, "clause": _clause(session, seen.in_flight),
-                          "outcome": "failed", "message": f"crashed: the test process died ({how}) during this test",
-                          "duration": 0.0})
+            clause = (seen.collected or {}).get(seen.in_flight, "")  # the collected event, written here
+            writer.write({"event": "result", "nodeid": seen.in_flight, "clause": clause, "outcome": "failed",
+                          "message": events.crashed(how), "duration": 0.0})
             finished.add(seen.in_flight)
             print(f"\nthe worker died in {seen.in_flight} ({how}): a new one runs the tests left", flush=True)
         elif how == "exit code 0":  # it ran every test it was given (or pytest stopped it: -x)
@@ -124,8 +124,3 @@ def pytest_runtestloop(session):
     session.testsfailed = sum(1 for o in events.read(path).done.values() if o.outcome == "failed")
     return True
 
-
-def _clause(session, nodeid: str) -> str:
-    item = next((i for i in session.items if i.nodeid == nodeid), None)
-    marker = item.get_closest_marker("clause") if item is not None else None
-    return marker.args[0] if marker else ""

@@ -232,8 +232,9 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
             log_lock: threading.Lock, child_vars: dict | None = None) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
-    the rest (a crash a forking child survived, run/forking.py, arrives here as that FAIL). `child_vars`: thread-pool sizes and the backend's own variables for the children,
-    where the environment sets none."""
+    the rest (a crash a forking child survived, run/forking.py, arrives here as that FAIL).
+    `child_vars`: thread-pool sizes and the backend's own variables for the children, where the
+    environment sets none."""
     env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     for name, value in (child_vars or {}).items():
         env.setdefault(name, value)
@@ -265,7 +266,7 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
                 # it died in a test: that test FAILs and the rest run on; when it was the last, one
                 # more pass (every test deselected) ends the session: the implementation and parity
                 reason = (f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed" if hung
-                          else f"crashed: the test process died ({events_file.death(child.returncode)}) during this test")
+                          else events_file.crashed(events_file.death(child.returncode)))
                 out.outcomes[this.in_flight] = res.TestOutcome(this.in_flight, (clauses or {}).get(this.in_flight, ""),
                                                                "failed", reason)
                 continue
