@@ -134,3 +134,20 @@ def test_an_empty_sequence_and_a_far_id_kill_the_process(ids, died, tmp_path):
     assert "embedded (1, 1, 768)" in done.stdout, done.stderr[-2000:]
     assert done.returncode == -died and "survived" not in done.stdout, (done.returncode, done.stderr[-2000:])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_head_model_is_written_for_the_tables_loaded_last():
+    """The head model is written on the first logits call after a load: logits after a reload
+    project with the new wte, never a head written for the tables before."""
+    adapter, wte, wpe = load_random_tables(CTranslate2Adapter)
+    h = np.random.default_rng(4).standard_normal((1, 2, gpt2.N_EMBD_SMALL), dtype=np.float32)
+    first = adapter.logits(h)
+    adapter.load_tables(wte * 2, wpe)
+    exact = h.astype(np.float64) @ (wte * 2).T.astype(np.float64)
+    assert np.abs(adapter.logits(h) - exact).max() < 1e-3 * np.abs(exact).max()
+    assert not np.array_equal(adapter.logits(h), first)
+
+
+def test_the_generator_runs_this_processs_share_of_the_cores(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert CTranslate2Adapter().intra_threads == 1

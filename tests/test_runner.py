@@ -85,6 +85,20 @@ def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
     np.testing.assert_allclose(ran_logits["sample"], here_logits["sample"], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("value,expected", [("1", 1), ("3", 3), (None, "cores"), ("", "cores"), ("0", "cores"),
+                                            ("two", "cores"), ("-1", "cores")])
+def test_threads_is_the_share_of_the_cores_a_runner_gave(monkeypatch, value, expected):
+    """machine.threads(): what engines that take a thread count run, OMP_NUM_THREADS where the
+    runner (thread_pools_for) or the user set a positive count, else every core."""
+    from gpt2_conformance.api import machine
+
+    if value is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", value)
+    assert machine.threads() == (machine.cores() if expected == "cores" else expected)
+
+
 def test_only_the_first_shard_to_claim_the_parity_fingerprint_computes_it(tmp_path):
     from gpt2_conformance.run import events
 

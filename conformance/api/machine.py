@@ -24,6 +24,15 @@ def cores() -> int:
 THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def threads() -> int:
+    """Threads this process's own pools should run: OMP_NUM_THREADS where it is a positive
+    integer (thread_pools_for gives each of N processes at once its share that way), else
+    cores(). For engines that take a thread count (CTranslate2, llama.cpp) rather than read
+    the variable themselves."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else cores()
+
+
 def thread_pools_for(processes: int) -> dict[str, str]:
     """Environment variables that give each of `processes` processes running at once its share
     of the cores (at least one thread); empty for one process. A caller sets them where not

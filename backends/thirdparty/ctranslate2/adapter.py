@@ -69,7 +69,7 @@ class CTranslate2Adapter(Adapter):
 
     @property
     def intra_threads(self) -> int:
-        return machine.cores()
+        return machine.threads()  # this process's share of the cores when several run at once
 
     def _load(self, path: str, files: dict | None = None):
         return ctranslate2.Generator(path, device="cpu", compute_type="float32", intra_threads=self.intra_threads,
@@ -84,8 +84,7 @@ class CTranslate2Adapter(Adapter):
             self.generator = self._load(model.save_embedding_model(embedding, wte, wpe))
         finally:
             shutil.rmtree(embedding, ignore_errors=True)  # loaded: the Generator holds the weights
-        self.head = model.HeadModel(wte)
-        self._wte, self._wpe = wte, wpe
+        self._wte, self._wpe = wte, wpe  # the head model is written on the first logits call: most calls never need it
 
     def tables(self):
         return self._wte.copy(), self._wpe.copy()
@@ -117,6 +116,8 @@ class CTranslate2Adapter(Adapter):
         h_final = np.asarray(h_final)
         rows = np.ascontiguousarray(h_final.reshape(-1, h_final.shape[-1]), np.float32)
         out = np.empty((len(rows), gpt2.N_VOCAB), np.float32)
+        if self.head is None:
+            self.head = model.HeadModel(self._wte)
         for start in range(0, len(rows), model.HEAD_ROWS):
             chunk = rows[start:start + model.HEAD_ROWS]
             self.head.write_rows(chunk)

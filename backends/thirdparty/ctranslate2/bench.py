@@ -17,7 +17,7 @@ StorageViews (no numpy):
   head over 50257 rows, the logits returned and the greedy pick.
 Every call also runs the zero block CTranslate2 needs (model.py), whose attention over the
 sequence is most of a prefill's time: the rows are CTranslate2's forward, not its gather alone.
-CPU only, the Generator's intra_threads set to the machine's cores.
+CPU only, the Generator's intra_threads set to this process's cores (machine.threads()).
 """
 
 from __future__ import annotations

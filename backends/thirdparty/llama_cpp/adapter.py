@@ -177,7 +177,7 @@ class LlamaCppAdapter(Adapter):
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = CONTEXT
         params.n_batch = params.n_ubatch = wpe.shape[0]
-        params.n_threads = params.n_threads_batch = machine.cores()
+        params.n_threads = params.n_threads_batch = machine.threads()
         params.cb_eval = self._observe
         ctx = llama_cpp.llama_init_from_model(model, params)
         if not ctx:
