@@ -35,7 +35,7 @@ def loaded():
 def test_runs_the_onnxruntime_graph_one_model_per_output(loaded):
     adapter, wte, wpe = loaded
     assert adapter.graph is export.export(D, "float32")
-    assert {output: inputs for output, (_, inputs) in adapter.runnables.items()} == {
+    assert {output: adapter.runnable(output)[1] for output in export.OUTPUTS} == {
         output: list(export.INPUTS) for output in export.OUTPUTS}
     ids = np.array([[3, 50256, 0]])
     assert np.array_equal(adapter.embed(ids, 5), wte[ids] + wpe[5:8])

@@ -8,7 +8,7 @@ What is observed, and how (Capabilities.black_box):
   llama_model_load_from_file; one context per load with llama.cpp's own defaults except: the
   context is the model's trained one (n_ctx 0 = n_ctx_train = 1024, as llama-server's `-c 0`),
   one batch takes the whole context (n_batch = n_ubatch = 1024, so a call is one graph), the
-  threads are the machine's cores, and an eval callback is set.
+  threads are this process's share of the cores (machine.threads()), and an eval callback is set.
 - h: the tensor llama.cpp names "inpL" in its GPT-2 graph (src/models/gpt2.cpp:
   `inpL = ggml_add(ctx0, inpL, pos); cb(inpL, "inpL", -1)`), i.e. get_rows(token_embd) +
   get_rows(position_embd, inp_pos), read by the context's eval callback (cb_eval: llama.cpp's

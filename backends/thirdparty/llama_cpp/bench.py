@@ -10,7 +10,7 @@ and then removes the row from the cache again (llama_memory_seq_rm), as a decode
 rolls back would. The head is llama.cpp's head fed h through the callback (adapter.py), for
 tokens placed after the cache and removed after. A decode step is the two calls; llama.cpp's
 own generation step is one llama_decode that runs the (zero) block and ln_f between them.
-CPU only, llama.cpp's threads set to the machine's cores.
+CPU only, llama.cpp's threads set to this process's cores (machine.threads()).
 """
 
 from __future__ import annotations

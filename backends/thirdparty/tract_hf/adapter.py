@@ -19,7 +19,8 @@ What is observed, and how (Capabilities.black_box):
   a model that also holds the head costs that in every embed call. The adapter therefore
   loads the graph twice, each copy with one of its two outputs (write_model(outputs=...): the
   same nodes, the other output's branch dead), as a deployment that wants one output would;
-  the two Runnables share nothing but the tables' values.
+  the two Runnables share nothing but the tables' values. Each is built by the first call that
+  reads its output after the tables were set.
 - the offset: the past_key/past_value inputs of length past_length, all zeros (np.zeros: their
   pages are never touched); the graph computes Shape(past_key)[2] -> Range -> Add ->
   Gather(wpe) itself.
@@ -71,24 +72,29 @@ class TractHFAdapter(OnnxHFExportAdapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
-        # output ("h", "logits") -> (its Runnable, its input names in order); built by load_tables /
-        # init_tables, which always come next
+        # output ("h", "logits") -> (its Runnable, its input names in order), built by the first
+        # call that reads that output after load_tables / init_tables (runnable()): a test that
+        # only embeds never builds the head's
         self.runnables: dict[str, tuple] = {}
 
     def _start(self, wte, wpe):
-        folder = tempfile.mkdtemp(prefix="gpt2c-tract-")
-        try:
-            write_model(self.graph, wte, wpe, folder, outputs=export.OUTPUTS)
-            runnables = {}
-            for output in export.OUTPUTS:
+        self.runnables = {}  # the tables are read by runnable(), from self._wte / self._wpe (_set_tables)
+
+    def runnable(self, output: str) -> tuple:
+        """(tract's Runnable of the graph with this one output, its input names in order) for
+        the tables set last; built on first use."""
+        if output not in self.runnables:
+            folder = tempfile.mkdtemp(prefix="gpt2c-tract-")
+            try:
+                write_model(self.graph, self._wte, self._wpe, folder, outputs=(output,))
                 model = tract.onnx().load(os.path.join(folder, f"{output}.onnx")).into_model()
                 inputs = [model.input_name(i) for i in range(model.input_count())]
                 if model.output_count() != 1:
                     raise RuntimeError(f"tract's model of the {output!r} output has {model.output_count()} outputs")
-                runnables[output] = (model.into_runnable(), inputs)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)  # the loader has read the tables into the models
-        self.runnables = runnables
+                self.runnables[output] = (model.into_runnable(), inputs)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)  # the loader has read the tables into the model
+        return self.runnables[output]
 
     def _offset_feeds(self, ids, past_length) -> dict:
         feeds = super()._offset_feeds(ids, past_length)
@@ -100,5 +106,5 @@ class TractHFAdapter(OnnxHFExportAdapter):
         return feeds
 
     def _run(self, output, feeds):
-        runnable, inputs = self.runnables[output]
+        runnable, inputs = self.runnable(output)
         return runnable.run([feeds[name] for name in inputs])[0].to_numpy()

@@ -16,6 +16,7 @@ import numpy as np
 import tract
 
 from gpt2_conformance.api.bench import NativeBench
+from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export
 
 
 def native_available(device: str) -> tuple[bool, str]:
@@ -27,7 +28,8 @@ def native_available(device: str) -> tuple[bool, str]:
 def native_bench(adapter, device: str):
     graph, dtype, d = adapter.graph, adapter.np_dtype, adapter.config.n_embd
     # one State per output model (the adapter loads the graph once per output: adapter.py)
-    states = {output: (runnable.spawn_state(), inputs) for output, (runnable, inputs) in adapter.runnables.items()}
+    states = {output: (runnable.spawn_state(), inputs)
+              for output, (runnable, inputs) in ((o, adapter.runnable(o)) for o in export.OUTPUTS)}
 
     def tensor(array):
         return tract.Tensor.from_numpy(np.ascontiguousarray(array))
