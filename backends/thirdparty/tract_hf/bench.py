@@ -28,8 +28,10 @@ def native_available(device: str) -> tuple[bool, str]:
 def native_bench(adapter, device: str):
     graph, dtype, d = adapter.graph, adapter.np_dtype, adapter.config.n_embd
     # one State per output model (the adapter loads the graph once per output: adapter.py)
-    states = {output: (runnable.spawn_state(), inputs)
-              for output, (runnable, inputs) in ((o, adapter.runnable(o)) for o in export.OUTPUTS)}
+    states = {}
+    for output in export.OUTPUTS:
+        runnable, inputs = adapter.runnable(output)
+        states[output] = (runnable.spawn_state(), inputs)
 
     def tensor(array):
         return tract.Tensor.from_numpy(np.ascontiguousarray(array))
