@@ -109,7 +109,8 @@ def test_a_real_numpy_run_gets_a_limit_for_every_row():
     bytes, time and limit. Whether a row is above its limit is a measurement of this machine,
     reported by `bench` (its model-error lines), not asserted here: a timed test on a shared
     machine decides nothing (CI once saw a warm 154 MB head read at 115% of a stream measured
-    while another job ran)."""
+    while another job ran, and once NumPy's head, the limit's own sgemv, at 110% of its median
+    but under its fastest round: shown as measured, as the rule says)."""
     plan = [wl.Workload("forward", "prefill", 8, 1024, 768), wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold"),
             wl.Workload("forward", "decode", 64, 1, 768, 512), wl.Workload("logits", "decode", 1, 1, 768, 512)]
     request = {"backend": "numpy", "device": "cpu", "workloads": [w.as_dict() for w in plan],
@@ -120,10 +121,14 @@ def test_a_real_numpy_run_gets_a_limit_for_every_row():
     assert len(rows) >= 5
     for row in rows:
         assert row["limit_gbps"] > 0 and row["limit_kind"], row["group"]
+        limit = result["limits"][row["group"]]
         pct = 100 * row["bytes"] / row["stats"]["median"] / 1e9 / row["limit_gbps"]
+        # a model error is judged against the fastest round its limit ran, not its median (the
+        # module docstring): a row between the two is shown as measured, a little over 100%
+        pct_of_fastest = 100 * row["bytes"] / row["stats"]["median"] / 1e9 / limit["gbps_max"]
         if "model_error" in row:
-            assert verdict.over_limit(pct) and "pct_limit" not in row, row["group"]
+            assert verdict.over_limit(pct_of_fastest) and "pct_limit" not in row, row["group"]
             assert f"{row['bytes'] / 1e6:.1f} MB" in row["model_error"], row["model_error"]
         else:
-            assert row["pct_limit"] == pytest.approx(pct) and not verdict.over_limit(pct), row["group"]
+            assert row["pct_limit"] == pytest.approx(pct) and not verdict.over_limit(pct_of_fastest), row["group"]
     assert len(verdict.model_errors(rows)) == len([r for r in rows if "model_error" in r])
