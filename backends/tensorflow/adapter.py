@@ -3,7 +3,9 @@
 Execution mode: the embedding and the head are tf.functions (graph mode, no XLA: under
 jit_compile=True tf.gather clamps and the id assert is dropped); load_tables, assign_wte_row
 and gradients (tf.GradientTape) run eagerly around them. Tables are Variables on the
-requested device, created from the first tables loaded (one copy, no zero fill first).
+requested device, created from the first tables loaded (one copy, no zero fill first), and only
+ever read or assigned whole: a sparse access (a gather on the Variable, a sliced assign) puts
+it in copy-on-read mode for the rest of its life, and each later read copies all of it.
 """
 
 from __future__ import annotations
@@ -74,7 +76,13 @@ class TensorFlowAdapter(Adapter):
             self._set_tables(*initial_tables(self.config.n_embd, seed, self._dtype))
 
     def assign_wte_row(self, index, values):
-        self.model.wte[index].assign(tf.cast(values, self._dtype))  # in place: a sliced Variable assign
+        # the row scattered into wte's value, assigned whole: a sliced assign (or scatter_update)
+        # would switch wte to copy-on-read for good (tensorflow/core/kernels/strided_slice_op.cc,
+        # EnsureSparseVariableAccess), after which every embed and logits call copies 154 MB first
+        wte = self.model.wte
+        with tf.device(self._device):
+            row = tf.cast(np.asarray(values)[None], self._dtype)
+            wte.assign(tf.tensor_scatter_nd_update(wte, [[index]], row))
 
     def parameters(self):
         # tf.Module tracks each Variable once: the tied head adds none

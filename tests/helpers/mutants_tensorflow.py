@@ -30,8 +30,9 @@ class RawGatherModel(GPT2Embedding):
         return self._raw(X, tf.constant(check_past_length(past_length), tf.int32))
 
     @tf.function(reduce_retracing=True)
-    def _raw(self, X, past_length):
-        return tf.gather(self.wte, X) + tf.gather(self.wpe, positions_for(X, past_length))
+    def _raw(self, X, past_length):  # from the tables' values, as GPT2Embedding._embed gathers
+        wte, wpe = tf.convert_to_tensor(self.wte), tf.convert_to_tensor(self.wpe)
+        return tf.gather(wte, X) + tf.gather(wpe, positions_for(X, past_length))
 
 
 class CheckedUnderXLAModel(GPT2Embedding):
@@ -52,9 +53,9 @@ class UntiedHeadModel(GPT2Embedding):
 
     @tf.function(reduce_retracing=True)
     def logits(self, h):
-        shape = tf.shape(h)
-        out = tf.matmul(tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]]), tf.cast(self.head, tf.float32),
-                        transpose_b=True)
+        shape = tf.shape(h)  # GPT2Embedding.logits with self.head in wte's place
+        out = tf.transpose(tf.matmul(tf.cast(self.head, tf.float32), tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]]),
+                                     transpose_b=True))
         return tf.cast(tf.reshape(out, tf.concat([shape[:-1], [self.n_vocab]], 0)), self.wte.dtype)
 
 
