@@ -3,8 +3,8 @@
 Modes:
   suite          what TensorFlowAdapter runs: GPT2Embedding.__call__ (host checks, then a
                  tf.function without XLA whose tf.debugging.Assert on min/max is ordered before
-                 the gather); head: GPT2Embedding.logits, tf.matmul(h, wte, transpose_b=True)
-                 in a tf.function without XLA.
+                 the gather, which reads wte's value, not the Variable); head:
+                 GPT2Embedding.logits, (wte @ h^T)^T in a tf.function without XLA.
   xla            one tf.function(jit_compile=True) returning h and an in-range flag (min/max of
                  the ids, computed in the same XLA cluster), called through its concrete function;
                  the host reads the flag and raises before h is returned. XLA drops a tf.debugging.Assert inside a cluster, but it
@@ -14,7 +14,9 @@ Modes:
   nocheck        forward only: the same XLA gather + add with no check, to show TF's own
                  ceiling at a shape (comparison only, never the bar).
   eager          no tf.function: eager min/max check, tf.gather + add; head: the exact line of
-                 openai/gpt-2, tf.matmul(h, wte, transpose_b=True), run eagerly.
+                 openai/gpt-2, tf.matmul(h, wte, transpose_b=True), run eagerly. Its gather on
+                 the Variable switches wte to copy-on-read (model.py), so after the first
+                 forward each head call copies wte first: what the literal line costs in TF 2.
   pretransposed  head only: eager tf.matmul(h, wte_T) with wte_T = transpose(wte) stored once.
 backward: the gradient tape's IndexedSlices for wte are made dense (tf.convert_to_tensor,
 an unsorted_segment_sum into [V, d]) so every backend returns the same dense gradients.
