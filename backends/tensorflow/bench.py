@@ -138,12 +138,16 @@ class Runner:
     # -- backward -------------------------------------------------------------------
     def _backward_fn(self, jit):
         wte, wpe, n_vocab = self.wte, self.wpe, self.n_vocab
+        # suite and xla gather from the tables' values, as GPT2Embedding does: a gather on the
+        # Variable would leave wte copy-on-read for the head rows timed after it; eager keeps
+        # openai's line as written
+        read = (lambda v: v) if jit is None else tf.convert_to_tensor
 
         def backward(X, past_length, dh):
             with tf.control_dependencies([_check(X, n_vocab)]):
                 X = tf.identity(X)
             with tf.GradientTape() as tape:
-                h = tf.gather(wte, X) + tf.gather(wpe, past_length + tf.range(tf.shape(X)[1]))
+                h = tf.gather(read(wte), X) + tf.gather(read(wpe), past_length + tf.range(tf.shape(X)[1]))
             d_wte, d_wpe = tape.gradient(h, [wte, wpe], output_gradients=dh)
             return tf.convert_to_tensor(d_wte), tf.convert_to_tensor(d_wpe)
         if jit is None:
