@@ -31,6 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf
 
 from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.backends.tensorflow.model import gather_add
 
 MODES = {
     "suite": "tf.function (no XLA) with in-graph Assert (the adapter's mode)",
@@ -76,6 +77,12 @@ def device_kernels(nbytes: int, device: str):
     return (n * 4, copy, gather), lambda out: _sync_all()
 
 
+def _as_written(wte, wpe, X, past_length):
+    """openai's line 157 as written, gathering from the Variables (the eager mode's), where
+    model.gather_add gathers from their values."""
+    return tf.gather(wte, X) + tf.gather(wpe, past_length + tf.range(tf.shape(X)[1]))
+
+
 def _check(X, n_vocab):
     in_range = tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < n_vocab)
     return tf.debugging.Assert(in_range, ["token id outside the wte table"])
@@ -110,16 +117,16 @@ class Runner:
         wte, wpe, n_vocab = self.wte, self.wpe, self.n_vocab
 
         @tf.function(jit_compile=True)
-        def gather_add(X, past_length):
-            return tf.gather(wte, X) + tf.gather(wpe, past_length + tf.range(tf.shape(X)[1]))
+        def unchecked(X, past_length):
+            return gather_add(wte, wpe, X, past_length)
 
         @tf.function(jit_compile=True)
         def gather_add_flag(X, past_length):
             in_range = tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < n_vocab)
-            return gather_add(X, past_length), in_range
+            return unchecked(X, past_length), in_range
 
         if not checked:
-            return gather_add.get_concrete_function(X, past_length)
+            return unchecked.get_concrete_function(X, past_length)
         concrete = gather_add_flag.get_concrete_function(X, past_length)
 
         def forward(X, past_length):
@@ -133,21 +140,20 @@ class Runner:
     def _eager_forward(self, X, past_length):
         if not bool(tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < self.n_vocab)):
             raise ValueError("token id outside the wte table")
-        return tf.gather(self.wte, X) + tf.gather(self.wpe, past_length + tf.range(tf.shape(X)[1]))
+        return _as_written(self.wte, self.wpe, X, past_length)
 
     # -- backward -------------------------------------------------------------------
     def _backward_fn(self, jit):
         wte, wpe, n_vocab = self.wte, self.wpe, self.n_vocab
         # suite and xla gather from the tables' values, as GPT2Embedding does: a gather on the
-        # Variable would leave wte copy-on-read for the head rows timed after it; eager keeps
-        # openai's line as written
-        read = (lambda v: v) if jit is None else tf.convert_to_tensor
+        # Variable would leave wte copy-on-read for the head rows timed after it
+        forward = _as_written if jit is None else gather_add
 
         def backward(X, past_length, dh):
             with tf.control_dependencies([_check(X, n_vocab)]):
                 X = tf.identity(X)
             with tf.GradientTape() as tape:
-                h = tf.gather(read(wte), X) + tf.gather(read(wpe), past_length + tf.range(tf.shape(X)[1]))
+                h = forward(wte, wpe, X, past_length)
             d_wte, d_wpe = tape.gradient(h, [wte, wpe], output_gradients=dh)
             return tf.convert_to_tensor(d_wte), tf.convert_to_tensor(d_wpe)
         if jit is None:

@@ -29,6 +29,14 @@ def positions_for(tokens, past_length):
     return past_length + tf.range(tf.shape(tokens)[1])
 
 
+def gather_add(wte, wpe, X, past_length):
+    """wte[X] + wpe[past_length + t] (model.py line 157), gathered from the tables' values: a
+    gather on a TF 2 resource Variable (ResourceGather) switches it to copy-on-read for good,
+    after which every dense read, the head's matmul included, copies the whole table first."""
+    wte, wpe = tf.convert_to_tensor(wte), tf.convert_to_tensor(wpe)
+    return tf.gather(wte, X) + tf.gather(wpe, positions_for(X, past_length))
+
+
 def initial_tables(n_embd: int, seed: int, dtype=tf.float32) -> tuple[tf.Tensor, tf.Tensor]:
     """(wte, wpe) as model() draws them: random_normal_initializer(stddev=0.02 / 0.01), plain
     normals. Stateless ops, so a seed always gives the same tables; drawn in float32, then
@@ -74,11 +82,7 @@ class GPT2Embedding(tf.Module):
         in_range = tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < self.n_vocab)
         with tf.control_dependencies([tf.debugging.Assert(in_range, ["token id outside the wte table"])]):
             X = tf.identity(X)
-        # gather from the tables' values, not from the Variables: a gather on a Variable
-        # (ResourceGather) switches it to copy-on-read for good, after which every dense read,
-        # the head's matmul included, copies all of wte (154 MB) first
-        wte, wpe = tf.convert_to_tensor(self.wte), tf.convert_to_tensor(self.wpe)
-        return tf.gather(wte, X) + tf.gather(wpe, positions_for(X, past_length))
+        return gather_add(self.wte, self.wpe, X, past_length)
 
     @tf.function(reduce_retracing=True)
     def logits(self, h):
@@ -92,4 +96,4 @@ class GPT2Embedding(tf.Module):
         return tf.cast(tf.reshape(logits, tf.concat([shape[:-1], [self.n_vocab]], 0)), self.wte.dtype)
 
 
-__all__ = ["GPT2Embedding", "initial_tables", "positions_for"]
+__all__ = ["GPT2Embedding", "gather_add", "initial_tables", "positions_for"]

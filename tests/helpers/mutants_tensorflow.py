@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from gpt2_conformance.api.validation import check_ids_layout, check_past_length
 from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
-from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, positions_for
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, gather_add
 
 
 # -- the models: the wrong code -----------------------------------------------------------
@@ -30,9 +30,8 @@ class RawGatherModel(GPT2Embedding):
         return self._raw(X, tf.constant(check_past_length(past_length), tf.int32))
 
     @tf.function(reduce_retracing=True)
-    def _raw(self, X, past_length):  # from the tables' values, as GPT2Embedding._embed gathers
-        wte, wpe = tf.convert_to_tensor(self.wte), tf.convert_to_tensor(self.wpe)
-        return tf.gather(wte, X) + tf.gather(wpe, positions_for(X, past_length))
+    def _raw(self, X, past_length):
+        return gather_add(self.wte, self.wpe, X, past_length)
 
 
 class CheckedUnderXLAModel(GPT2Embedding):
