@@ -17,8 +17,11 @@ import sys
 import pytest
 
 from gpt2_conformance import results as res
+from gpt2_conformance.api import machine
 from gpt2_conformance.run import runner
 from gpt2_conformance import spec
+
+from helpers import crashing_adapters  # noqa: E402
 
 pytestmark = pytest.mark.slow  # child processes that really crash
 
@@ -67,6 +70,24 @@ def test_segfault_fails_its_clause_and_every_other_clause_gets_its_verdict():
     others = {cid: (c.status, c.message) for cid, c in clauses.items() if cid not in writers}
     # the reference passes every clause it claims; it claims no bfloat16
     assert {cid: s for cid, (s, _) in others.items() if s != res.PASS} == {"DTYPE-BFLOAT16": res.NOT_CLAIMED}, others
+
+
+def test_the_folders_a_dead_child_leaves_go_with_the_run(tmp_path, monkeypatch):
+    """An adapter's temporary folder outlives a child that dies (no finalizer runs): each child's
+    temporary directory is the run's own, and goes with it. The caches stay where they were."""
+    record = tmp_path / "folders"
+    monkeypatch.setenv(crashing_adapters.FOLDERS_RECORD, str(record))
+    result = runner.run_backend("LeavesItsFolderAndSegfaults", extra_args=["-k", "test_head_shares_wte_storage"],
+                                adapter_spec="helpers.crashing_adapters:LeavesItsFolderAndSegfaults")
+    assert result.error == "", result.error
+    assert _crashed_tests(_by_clause(result)["TIED-STORAGE"]) == [
+        "test_head_shares_wte_storage[0]", "test_head_shares_wte_storage[12345]", "test_head_shares_wte_storage[50256]"]
+    lines = [line.split() for line in record.read_text().splitlines()]
+    assert len(lines) >= 3, f"lines={lines}, but should be one per crashed child at least"
+    left = [folder for folder, _ in lines if os.path.exists(folder)]
+    assert left == [], f"left={left}, but should be [] (the run's children's folders, after the run)"
+    roots = {root for _, root in lines}
+    assert roots == {machine.private_cache_root()}, f"the children's cache roots={roots}, but should be this process's"
 
 
 def test_segfault_inside_a_hypothesis_test_fails_the_clause_that_drew_the_input():

@@ -74,14 +74,34 @@ def immutable(array: np.ndarray) -> bool:
     return a is None or isinstance(a, bytes) or (isinstance(a, mmap.mmap) and memoryview(a).readonly)
 
 
+# Where a parent process tells its children the cache folders live: the runner gives each child
+# its own temporary directory (TMPDIR), which goes when the run ends, while the caches must not.
+CACHE_ROOT_VARIABLE = "GPT2_CONFORMANCE_CACHE_ROOT"
+
+
+def private_cache_root() -> str:
+    """The folder of this user's private cache folders: CACHE_ROOT_VARIABLE where set, else
+    gpt2-conformance-<uid> in the temp directory."""
+    owner = os.getuid() if hasattr(os, "getuid") else "user"
+    return os.environ.get(CACHE_ROOT_VARIABLE) or os.path.join(tempfile.gettempdir(), f"gpt2-conformance-{owner}")
+
+
+def child_temp_env(folder: str) -> dict[str, str]:
+    """Variables that give a child process `folder` (made here) as its temporary directory while
+    it keeps this process's caches: a caller removes `folder` when the child is gone, so files a
+    child could not remove (killed, crashed, ended by os._exit, which runs no finalizer) go too."""
+    os.makedirs(folder, exist_ok=True)
+    return {"TMPDIR": folder, CACHE_ROOT_VARIABLE: private_cache_root()}
+
+
 def private_cache_folder(name: str) -> str | None:
     """This user's folder `name` for work one process leaves to the next (mode 0700, owned by this
-    user, under the temp directory), or None where it cannot be one: another user's, or one others
+    user, under private_cache_root()), or None where it cannot be one: another user's, or one others
     may write into, is not read from. None on systems without POSIX owners (Windows): there the
     work is simply done again."""
     if not hasattr(os, "getuid"):
         return None
-    mine = os.path.join(tempfile.gettempdir(), f"gpt2-conformance-{os.getuid()}")
+    mine = private_cache_root()
     folder = os.path.join(mine, name)
     try:
         os.makedirs(mine, mode=0o700, exist_ok=True)

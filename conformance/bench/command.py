@@ -185,12 +185,15 @@ def time_to_verdict(backend: str, device: str) -> dict:
     the suite split over the cores, the parity fingerprint, the scorecard), and its summary line."""
     target = ["--adapter", backend] if ":" in backend else ["--backend", backend]
     start = time.perf_counter()
-    try:
-        out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", *target, "--device", device],
-                             capture_output=True, text=True, timeout=3600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"backend": backend, "device": device, "seconds": time.perf_counter() - start, "error": repr(exc)}
-    seconds = time.perf_counter() - start
+    # its log folder (a user's run keeps one in the temp directory) goes when it has been timed
+    with tempfile.TemporaryDirectory(prefix="gpt2c-verdict-", ignore_cleanup_errors=True) as tmp:
+        try:
+            out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", *target, "--device", device],
+                                 capture_output=True, text=True, timeout=3600,
+                                 env={**os.environ, **machine.child_temp_env(tmp)})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {"backend": backend, "device": device, "seconds": time.perf_counter() - start, "error": repr(exc)}
+        seconds = time.perf_counter() - start
     lines = [ln.strip() for ln in out.stdout.splitlines() if " passed, " in ln]
     summary = f"exit {out.returncode}: " + (lines[-1] if lines else (out.stderr.strip().splitlines() or ["?"])[-1][:120])
     return {"backend": backend, "device": device, "seconds": seconds, "summary": summary}

@@ -240,7 +240,8 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
         env.setdefault(name, value)
     out = _Passes()
     clauses: dict[str, str] | None = None  # nodeid -> clause of every test, from the first collection
-    with tempfile.TemporaryDirectory(prefix="gpt2c-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gpt2c-", ignore_cleanup_errors=True) as tmp:
+        env.update(machine.child_temp_env(os.path.join(tmp, "tmp")))  # an adapter's files go with the shard
         for attempt in range(1000):  # each pass finishes >= 1 test or the session, or stops
             events = os.path.join(tmp, f"events-{attempt}.jsonl")
             deselect = [a for nodeid in out.outcomes for a in ("--deselect", nodeid)]

@@ -7,9 +7,12 @@ through the runner's child processes; imported there by name through PYTHONPATH.
 from __future__ import annotations
 
 import ctypes
+import os
+import tempfile
 
 import numpy as np
 
+from gpt2_conformance.api import machine
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
 # ids this far outside the table make MLX's CPU gather read unmapped memory (10**7 already
@@ -67,3 +70,19 @@ class SegfaultInLogits(NumpyAdapter):
 
     def logits(self, h_final):
         segfault()
+
+
+class LeavesItsFolderAndSegfaults(SegfaultInAssignRow):
+    """SegfaultInAssignRow with a temporary folder of its own, as the engines' adapters keep one
+    (a compiled model, its external data) until their finalizer removes it: a child that dies
+    runs no finalizer. Each folder's path, and the cache root its process sees, is appended as one
+    line to the file named by FOLDERS_RECORD."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        folder = tempfile.mkdtemp(prefix="gpt2c-test-leaves-")
+        with open(os.environ[FOLDERS_RECORD], "a") as record:
+            record.write(f"{folder} {machine.private_cache_root()}\n")
+
+
+FOLDERS_RECORD = "GPT2C_TEST_FOLDERS_RECORD"
