@@ -74,9 +74,10 @@ SPARSE_ACCESS = {"ResourceGather", "ResourceGatherNd", "ResourceStridedSliceAssi
 
 
 def _op_types(concrete) -> set[str]:
-    types = {op.type for op in concrete.graph.get_operations()}
-    for f in concrete.graph._functions.values():  # nested functions (none today, but a refactor may add them)
-        types |= {node.op for node in f.cached_definition.node_def}
+    graph = concrete.graph.as_graph_def()
+    types = {node.op for node in graph.node}
+    for f in graph.library.function:  # nested functions (none today, but a refactor may add them)
+        types |= {node.op for node in f.node_def}
     return types
 
 
