@@ -91,7 +91,8 @@ class GPT2Embedding(tf.Module):
         h_flat = tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]])
         # model.py's tf.matmul(h_flat, wte, transpose_b=True), as (wte @ h_flat^T)^T: the same
         # dot products, but TF 2.21's CPU matmul took 121 ms for 2 to 6 rows of h that way
-        # against 15-20 ms this way (and NumPy's 18 ms), 1 row 7 ms either way
+        # against 15-20 ms this way (and NumPy's 18 ms), 1 row 7 ms either way: an Eigen
+        # contraction path, traced in reports/bench/tensorflow-matmul-few-rows.md
         logits = tf.transpose(tf.matmul(tf.cast(self.wte, tf.float32), h_flat, transpose_b=True))  # no-op casts in float32
         return tf.cast(tf.reshape(logits, tf.concat([shape[:-1], [self.n_vocab]], 0)), self.wte.dtype)
 
