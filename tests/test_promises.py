@@ -14,6 +14,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from gpt2_conformance.api import machine
+
 TESTS_DIR = os.path.dirname(__file__)
 
 
@@ -80,7 +82,8 @@ def _entry_point_env(tmp_path, package: str, entry: str) -> dict:
 
 
 def test_a_backend_whose_framework_is_missing_says_how_to_install_it(tmp_path):
-    env = _entry_point_env(tmp_path, "needs_missing", MISSING_FRAMEWORK_ENTRY)
+    env = dict(_entry_point_env(tmp_path, "needs_missing", MISSING_FRAMEWORK_ENTRY),
+               **machine.child_temp_env(str(tmp_path / "tmp")))  # where a run keeps its log folder
     run = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "needs-missing"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
@@ -89,14 +92,15 @@ def test_a_backend_whose_framework_is_missing_says_how_to_install_it(tmp_path):
                             text=True, env=env, cwd=tmp_path)
     row = next(line for line in listed.stdout.splitlines() if line.startswith("needs-missing"))
     assert "not installed" in row and "gpt2-conformance[missing-extra]" in row, row
-    assert not list(tmp_path.glob("gpt2-conformance-*"))  # a refused command leaves no log behind
+    assert not list((tmp_path / "tmp").glob("gpt2-conformance-*"))  # a refused command leaves no log behind
 
 
 @pytest.mark.slow  # two whole runs at once
 def test_report_and_log_names_are_safe_and_concurrent_runs_keep_their_own_logs(tmp_path):
     """Two runs at once of an --adapter spec (its ':' is not allowed in artifact names): each
     has its own log folder, printed; the report files use the same safe stem as the log."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])),
+               **machine.child_temp_env(str(tmp_path / "tmp")))  # the first run's log folder goes with the test
     cmd = [sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "helpers.mutants:FlatLogits",
            "--jobs", "1"]
     procs = [subprocess.Popen([*cmd, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -110,9 +114,10 @@ def test_report_and_log_names_are_safe_and_concurrent_runs_keep_their_own_logs(t
 
 def test_timeout_bounds_an_adapter_module_that_hangs_at_import(tmp_path):
     (tmp_path / "hangs_at_import.py").write_text("import time\n\ntime.sleep(3600)\n")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), **machine.child_temp_env(str(tmp_path / "tmp")))
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "hangs_at_import:Adapter",
                           "--timeout", "2"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert out.returncode == 1 and "took longer than --timeout 2 s" in out.stderr, out.stderr
     assert time.perf_counter() - start < 30
+    assert not list((tmp_path / "tmp").glob("gpt2-conformance-*"))  # it ran nothing: no empty log folder

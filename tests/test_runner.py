@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gpt2_conformance import results as res
+from gpt2_conformance.api import machine
 from gpt2_conformance.run import runner
 from gpt2_conformance import spec
 
@@ -48,9 +49,12 @@ def test_wrong_return_type_is_a_fail_naming_the_type():
     assert "returned list, but should return numpy.ndarray" in shape.message
 
 
-def _cli(*args, cwd=None):
+def _cli(*args, cwd=None, temp=None):
+    """The CLI in its own process; `temp`: its temporary directory (a run without --report-dir
+    keeps its log folder there), the caches where they are."""
+    env = dict(os.environ, **(machine.child_temp_env(str(temp)) if temp else {}))
     return subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ))
+                          env=env)
 
 
 def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):
@@ -106,15 +110,15 @@ def test_only_the_first_shard_to_claim_the_parity_fingerprint_computes_it(tmp_pa
     assert [events._claimed(claim), events._claimed(claim), events._claimed(None)] == [True, False, True]
 
 
-def test_cli_failing_adapter_exits_1_with_one_line_reason():
-    out = _cli("run", "--adapter", "helpers.mutants:NoCacheOffset")
+def test_cli_failing_adapter_exits_1_with_one_line_reason(tmp_path):
+    out = _cli("run", "--adapter", "helpers.mutants:NoCacheOffset", temp=tmp_path)
     assert out.returncode == 1
     line = next(l for l in out.stdout.splitlines() if l.strip().startswith("POSITIONS-OFFSET"))
     assert "FAIL" in line and "but should be" in line and "embed(ids=" in line, line
 
 
-def test_cli_nothing_claimed_exits_3():
-    out = _cli("run", "--adapter", "helpers.bad_adapters:CpuOnly", "--device", "gpu")
+def test_cli_nothing_claimed_exits_3(tmp_path):
+    out = _cli("run", "--adapter", "helpers.bad_adapters:CpuOnly", "--device", "gpu", temp=tmp_path)
     assert out.returncode == 3, out.stdout
     assert f"0 passed, 0 failed, {len(spec.CLAUSES)} not claimed" in out.stdout
 
@@ -170,7 +174,8 @@ def test_framework_output_stays_off_the_console_unless_verbose(tmp_path, monkeyp
     assert "NATIVE-IMPORT-NOISE" not in out.stdout + out.stderr, out.stderr
     assert "NATIVE-IMPORT-NOISE" in (tmp_path / "r" / "gpt2-conformance-noisy_adapter_Noisy-cpu.log").read_text()
     loud = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "noisy_adapter:Noisy", "--verbose",
-                           "--device", "gpu"], capture_output=True, text=True)
+                           "--device", "gpu"], capture_output=True, text=True,
+                          env=dict(os.environ, **machine.child_temp_env(str(tmp_path / "tmp"))))  # its log folder
     assert "NATIVE-IMPORT-NOISE" in loud.stderr
 
 

@@ -71,16 +71,22 @@ def run(args) -> int:
         return _usage(str(exc), args)
     except TimeoutError as exc:  # the adapter's module hung at import: it could not run
         print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
+        _drop_empty_log_dir(args)
         return res.EXIT_FAIL
     return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
 
 
 def _usage(message: str, args=None) -> int:
     print(f"gpt2-conformance: error: {message}", file=sys.stderr)
+    _drop_empty_log_dir(args)
+    return res.EXIT_USAGE
+
+
+def _drop_empty_log_dir(args) -> None:
+    """A command that ran nothing leaves no empty log folder behind."""
     folder = _LOG_DIRS.pop(id(args), None) if args is not None else None
     if folder and not os.listdir(folder):
-        os.rmdir(folder)  # a refused command leaves no empty log folder behind
-    return res.EXIT_USAGE
+        os.rmdir(folder)
 
 
 _LOG_DIRS: dict[int, str] = {}  # id(args) -> this run's log folder
