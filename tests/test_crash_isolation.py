@@ -21,7 +21,7 @@ from gpt2_conformance.api import machine
 from gpt2_conformance.run import runner
 from gpt2_conformance import spec
 
-from helpers import crashing_adapters  # noqa: E402
+from helpers import crashing_adapters
 
 pytestmark = pytest.mark.slow  # child processes that really crash
 

@@ -72,6 +72,9 @@ class SegfaultInLogits(NumpyAdapter):
         segfault()
 
 
+FOLDERS_RECORD = "GPT2C_TEST_FOLDERS_RECORD"  # the variable naming LeavesItsFolderAndSegfaults' record file
+
+
 class LeavesItsFolderAndSegfaults(SegfaultInAssignRow):
     """SegfaultInAssignRow with a temporary folder of its own, as the engines' adapters keep one
     (a compiled model, its external data) until their finalizer removes it: a child that dies
@@ -84,5 +87,3 @@ class LeavesItsFolderAndSegfaults(SegfaultInAssignRow):
         with open(os.environ[FOLDERS_RECORD], "a") as record:
             record.write(f"{folder} {machine.private_cache_root()}\n")
 
-
-FOLDERS_RECORD = "GPT2C_TEST_FOLDERS_RECORD"
