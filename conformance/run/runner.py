@@ -174,8 +174,8 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     """The suite on a backend in child processes (see module docstring). `checkpoint`: the
     GOLDEN clauses use that checkpoint's tables instead of the shipped real data. `parity`: the
     child also computes the run's parity fingerprint after the last clause (result.parity).
-    `shards`: the suite split over that many child processes at once (every N-th test each), for
-    a verdict in a fraction of the time on a machine with idle cores. `side_by_side`: how many
+    `shards`: the suite split over that many child processes at once (each a share of the tests,
+    run/events.py), for a verdict in a fraction of the time on a machine with idle cores. `side_by_side`: how many
     such runs share the machine at once (`run --backend all --jobs N`); with the shards, it sizes
     each child's BLAS/OpenMP thread pools to its share of the cores. The children's own output
     (pytest's, the frameworks' logging) is appended to `log_path` if given, and echoed to stderr
@@ -193,16 +193,16 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     if not adapter_spec:
         child_vars = {**child_vars, **registry.child_env(name)}  # the backend's own (a cache folder, ...)
     log_lock = threading.Lock()
-    with tempfile.TemporaryDirectory(prefix="gpt2c-run-") as run_tmp:
+    with tempfile.TemporaryDirectory(prefix="gpt2c-run-") as run_tmp, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=shards + 1) as pool:
+        # read while the children run (the installed metadata, the CPU's name): a fifth of a second
+        # of a numpy verdict when it was read after the last child had finished
+        machine_facts = pool.submit(environment, checkpoint, device, registry.requires(name, adapter_spec))
         # the parity fingerprint: computed by whichever shard finishes its tests first
         claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
         args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
-        if shards == 1:
-            passes = [_passes(args[0], test_timeout, hang_grace, log_path, echo, log_lock, child_vars)]
-        else:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=shards) as pool:
-                passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars),
-                                       args))
+        passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars),
+                               args))
     outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
     error = next((p.error for p in passes if p.error), "")
     # the shard that computed the fingerprint; else one that says why it is missing
@@ -210,9 +210,7 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
                       key=lambda s: 0 if "error" not in s.get("parity", {"error": ""}) else 1 if "parity" in s else 2)
     session = sessions[0] if sessions else None
     result = res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
-                             time.perf_counter() - start,
-                             environment(checkpoint, device, registry.requires(name, adapter_spec)), error,
-                             created=_now())
+                             time.perf_counter() - start, machine_facts.result(), error, created=_now())
     described = next((s["implementation"] for s in sessions if s.get("implementation")), None)
     if described:
         result.environment["implementation"] = described
@@ -288,7 +286,12 @@ def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
     """Wait for the child; kill it if the events file shows no progress for `limit` s.
     Returns True when it was killed for hanging."""
     last_size, last_change = -1, time.monotonic()
-    while child.poll() is None:
+    while True:
+        try:
+            child.wait(timeout=0.2)  # back as soon as it exits, not at the next tick
+            return False
+        except subprocess.TimeoutExpired:
+            pass
         size = os.path.getsize(events) if os.path.exists(events) else 0
         if size != last_size:
             last_size, last_change = size, time.monotonic()
@@ -296,5 +299,3 @@ def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
             child.kill()
             child.wait()
             return True
-        time.sleep(0.2)
-    return False
