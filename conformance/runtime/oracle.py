@@ -34,16 +34,21 @@ def embedding(wte: np.ndarray, wpe: np.ndarray, ids: np.ndarray, past_length: in
     return round_float64_to_dtype(exact, dtype)
 
 
-def _products(h: np.ndarray, wte: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _products(h: np.ndarray, wte: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """(h @ wte^T, |h| @ |wte|^T) in float64."""
     h64 = h.astype(np.float64)
     abs_h = np.abs(h64)
     exact = np.empty(h.shape[:-1] + (wte.shape[0],))
     magnitude = np.empty_like(exact)
-    for start in range(0, wte.shape[0], 4096):  # float64 copies of wte in cache-sized pieces
-        w64 = wte[start : start + 4096].astype(np.float64)
-        exact[..., start : start + 4096] = h64 @ w64.T
-        magnitude[..., start : start + 4096] = abs_h @ np.abs(w64).T
+    # float64 copies of wte a block of rows at a time, into one buffer (6 MB at d = 768, read back
+    # from the cache by both products): a third faster than 4096-row pieces, each a new array
+    buffer = np.empty((min(block, wte.shape[0]), wte.shape[1]))
+    for start in range(0, wte.shape[0], block):
+        w64 = buffer[: min(block, wte.shape[0] - start)]
+        w64[...] = wte[start : start + block]
+        exact[..., start : start + block] = h64 @ w64.T
+        np.abs(w64, out=w64)
+        magnitude[..., start : start + block] = abs_h @ w64.T
     return exact, magnitude
 
 
@@ -131,7 +136,7 @@ def gradient_bounds(wte, wpe, ids, past_length, cot_h, cot_logits, h, rows) -> t
 
 
 def gradients_within(wte, wpe, ids, past_length, cot_h, cot_logits, got_wte, got_wpe, h=None,
-                     block: int = 4096) -> bool:
+                     block: int = 1024) -> bool:
     """Whether (got_wte, got_wpe) lie within gradients()'s bounds, decided a block of wte rows at a
     time without the eight [V, d] float64 arrays gradients() builds (most of a second per call).
 
@@ -153,10 +158,13 @@ def gradients_within(wte, wpe, ids, past_length, cot_h, cot_logits, got_wte, got
     h64 = (wte[ids].astype(np.float64) + wpe[pos][None].astype(np.float64) if h is None
            else np.asarray(h, np.float64)).reshape(-1, d)
     dh, abs_dh = ch.copy(), np.abs(ch)
+    buffer = np.empty((min(block, V), d))  # as _products: one float64 block of wte, reused
     for start in range(0, V, block):
-        w64 = wte[start : start + block].astype(np.float64)
+        w64 = buffer[: min(block, V - start)]
+        w64[...] = wte[start : start + block]
         dh += cl_t[start : start + block].T @ w64
-        abs_dh += np.abs(cl_t[start : start + block]).T @ np.abs(w64)
+        np.abs(w64, out=w64)
+        abs_dh += np.abs(cl_t[start : start + block]).T @ w64
     k = gamma(V + 2 * B * T + 2, UNIT_ROUNDOFF["float32"]) + gamma(V + 2 * B * T + 2, UNIT_ROUNDOFF["float64"])
     read = np.unique(flat)
     with np.errstate(invalid="ignore", over="ignore"):
