@@ -165,7 +165,7 @@ def pytest_addoption(parser):
     group.addoption("--gpt2c-parity", action="store_true", help="with --gpt2c-results: the run's parity fingerprint too")
     group.addoption("--gpt2c-parity-claim", help="with --gpt2c-parity: compute it only if this process is the first "
                     "to create this file (the CLI gives every shard the same one)")
-    group.addoption("--gpt2c-shard", default="0/1", help="I/N: run every N-th test of the suite, from the I-th "
+    group.addoption("--gpt2c-shard", default="0/1", help="I/N: run the I-th of N shares of the suite's tests "
                     "(the CLI splits one backend's suite over the machine's cores this way)")
 
 
@@ -175,12 +175,38 @@ def pytest_collection_modifyitems(config, items):
     index, count = int(index), int(count or 1)
     if count <= 1:
         return
+    shard_of = _shards(items, count)
     keep, drop = [], []
-    for i, item in enumerate(items):
-        (keep if i % count == index else drop).append(item)
+    for item in items:
+        (keep if shard_of[item.nodeid] == index else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _shards(items, count: int) -> dict[str, int]:
+    """nodeid -> shard, the same in every process that collected the same tests. Every test that
+    uses one of its module's module-scoped fixtures goes where that fixture's first user went, so
+    a fixture's work (an adapter built, the tables initialised: most of a second on numpy, seconds
+    on keras-hub) is done in one shard only; each other test goes to the shard with the fewest
+    tests so far."""
+    shard_of, sizes, fixture_home = {}, [0] * count, {}
+    for item in items:
+        shared = [(item.module.__name__ if getattr(item, "module", None) else "", name)
+                  for name in _module_fixtures(item)]
+        home = next((fixture_home[key] for key in shared if key in fixture_home), None)
+        shard = home if home is not None else sizes.index(min(sizes))
+        for key in shared:
+            fixture_home.setdefault(key, shard)
+        shard_of[item.nodeid] = shard
+        sizes[shard] += 1
+    return shard_of
+
+
+def _module_fixtures(item) -> list[str]:
+    """The module-scoped fixtures `item` uses (none where pytest does not say)."""
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return sorted(name for name, defs in definitions.items() if defs and defs[-1].scope == "module")
 
 
 def pytest_sessionstart(session):
