@@ -71,6 +71,8 @@ def immutable(array: np.ndarray) -> bool:
         if a.flags.writeable:
             return False
         a = a.base
+    if isinstance(a, memoryview):  # np.frombuffer's base in numpy 2: judge what it exports
+        a = a.obj
     return a is None or isinstance(a, bytes) or (isinstance(a, mmap.mmap) and memoryview(a).readonly)
 
 
