@@ -110,6 +110,29 @@ def test_only_the_first_shard_to_claim_the_parity_fingerprint_computes_it(tmp_pa
     assert [events._claimed(claim), events._claimed(claim), events._claimed(None)] == [True, False, True]
 
 
+def _shard(shard: str, cwd) -> list[str]:
+    """The node ids one suite child of `run --backend numpy` runs with --gpt2c-shard `shard`."""
+    plugins = [a for p in runner.CHILD_PLUGINS for a in ("-p", p)]
+    out = subprocess.run([sys.executable, "-m", "pytest", *runner.SUITE_ARGS, *plugins, "--collect-only",
+                          "--gpt2c-backend", "numpy", "--gpt2c-shard", shard], capture_output=True, text=True,
+                         cwd=cwd, env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    return [line for line in out.stdout.splitlines() if "::" in line]
+
+
+def test_shards_split_the_suite_and_a_module_fixture_is_built_in_one(tmp_path):
+    """Two shards run every test once between them, the same split each time, in shares within a
+    tenth of the suite of each other; the tests that share a module-scoped fixture (test_init.py's
+    `initialised`: one init_tables, most of a second) are in the same shard."""
+    whole, first, second = (_shard(shard, tmp_path) for shard in ("0/1", "0/2", "1/2"))
+    assert sorted(first + second) == sorted(whole) and not set(first) & set(second)
+    assert abs(len(first) - len(second)) <= len(whole) // 10, (len(first), len(second))
+    assert _shard("0/2", tmp_path) == first
+    initialised = {"test_init.py::test_wte_init", "test_init.py::test_wpe_init", "test_init.py::test_tables_distinct"}
+    assert initialised <= set(whole)
+    assert initialised <= set(first) or initialised <= set(second)
+
+
 def test_cli_failing_adapter_exits_1_with_one_line_reason(tmp_path):
     out = _cli("run", "--adapter", "helpers.mutants:NoCacheOffset", temp=tmp_path)
     assert out.returncode == 1
