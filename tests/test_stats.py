@@ -62,3 +62,12 @@ WRONG = {
 def test_power_against_wrong_initialisers(name):
     failed = _fails(WRONG[name](np.random.default_rng(7)).astype(np.float32), 0.01)
     assert failed, f"{name}: no test failed"
+
+
+def test_the_normal_cdf_is_within_its_stated_error_of_math_erf():
+    """The KS test's Phi (interpolated on a grid) against math.erf, value by value: within 1.9e-9
+    on [-9, 9], the grid's ends and points between its nodes included."""
+    x = np.concatenate([np.linspace(-9.0, 9.0, 20_001), [-8.0, 8.0, 1.0 + 16 / 2**17, -1.0 - 16 / 2**17]])
+    exact = np.array([0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x])
+    err = np.abs(stats._normal_cdf(np.sort(x)) - exact[np.argsort(x)])
+    assert err.max() < 1.9e-9, (err.max(), np.sort(x)[err.argmax()])

@@ -13,6 +13,7 @@ d = 768). The KS threshold uses the Kolmogorov tail P(sqrt(n) D > t) <= 2 exp(-2
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -46,9 +47,20 @@ class StatResult:
         return f"{self.test}: {self.detail} (|stat| {abs(self.statistic):.3g} vs limit {self.threshold:.3g}) {verdict}"
 
 
+@functools.cache
+def _cdf_grid() -> tuple[np.ndarray, np.ndarray]:
+    """Phi at 2^16 + 1 evenly spaced points of [-8, 8] (math.erf: exact to float64)."""
+    x = np.linspace(-8.0, 8.0, (1 << 16) + 1)
+    return x, np.array([0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x])
+
+
 def _normal_cdf(x: np.ndarray) -> np.ndarray:
-    erf = np.frompyfunc(math.erf, 1, 1)
-    return 0.5 * (1.0 + erf(x / math.sqrt(2.0)).astype(np.float64))
+    """Phi(x), linearly interpolated on _cdf_grid: within h^2/8 max|Phi''| < 1.9e-9 of the exact
+    value (h = 16 / 2^16, |Phi''| = |x| phi(x) <= phi(1)), beyond the grid 0 or 1 within 7e-16;
+    a million times below the KS thresholds (2.7e-3 and more). math.erf per value was a tenth
+    of a second per table."""
+    grid, cdf = _cdf_grid()
+    return np.interp(x, grid, cdf)
 
 
 def _sums(flat: np.ndarray, limit: float) -> tuple[float, float, int]:
