@@ -175,11 +175,11 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     GOLDEN clauses use that checkpoint's tables instead of the shipped real data. `parity`: the
     child also computes the run's parity fingerprint after the last clause (result.parity).
     `shards`: the suite split over that many child processes at once (each a share of the tests,
-    run/events.py), for a verdict in a fraction of the time on a machine with idle cores. `side_by_side`: how many
-    such runs share the machine at once (`run --backend all --jobs N`); with the shards, it sizes
-    each child's BLAS/OpenMP thread pools to its share of the cores. The children's own output
-    (pytest's, the frameworks' logging) is appended to `log_path` if given, and echoed to stderr
-    with `echo`; it never reaches the console otherwise."""
+    run/events.py), for a verdict in a fraction of the time on a machine with idle cores.
+    `side_by_side`: how many such runs share the machine at once (`run --backend all --jobs N`);
+    with the shards, it sizes each child's BLAS/OpenMP thread pools to its share of the cores. The
+    children's own output (pytest's, the frameworks' logging) is appended to `log_path` if given,
+    and echoed to stderr with `echo`; it never reaches the console otherwise."""
     target = ["--gpt2c-adapter", adapter_spec] if adapter_spec else ["--gpt2c-backend", name]
     golden = ["--gpt2c-checkpoint", checkpoint] if checkpoint else []
     # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
