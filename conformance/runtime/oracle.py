@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpt2_conformance.runtime.numerics import UNIT_ROUNDOFF, gamma, round_float64_to_dtype, round_to_dtype, rounded_inputs_factor
+from gpt2_conformance.runtime.numerics import (UNIT_ROUNDOFF, float64_row_blocks, gamma, round_float64_to_dtype,
+                                              round_to_dtype, rounded_inputs_factor)
 
 # The structural head check allows inputs rounded to bfloat16 (the coarsest a float32 matmul is
 # run in by default anywhere: TF32's 10-bit mantissas on recent GPUs, bfloat16 passes on TPUs):
@@ -40,15 +41,10 @@ def _products(h: np.ndarray, wte: np.ndarray, block: int = 1024) -> tuple[np.nda
     abs_h = np.abs(h64)
     exact = np.empty(h.shape[:-1] + (wte.shape[0],))
     magnitude = np.empty_like(exact)
-    # float64 copies of wte a block of rows at a time, into one buffer (6 MB at d = 768, read back
-    # from the cache by both products): a third faster than 4096-row pieces, each a new array
-    buffer = np.empty((min(block, wte.shape[0]), wte.shape[1]))
-    for start in range(0, wte.shape[0], block):
-        w64 = buffer[: min(block, wte.shape[0] - start)]
-        w64[...] = wte[start : start + block]
-        exact[..., start : start + block] = h64 @ w64.T
+    for start, stop, w64 in float64_row_blocks(wte, block):
+        exact[..., start:stop] = h64 @ w64.T
         np.abs(w64, out=w64)
-        magnitude[..., start : start + block] = abs_h @ w64.T
+        magnitude[..., start:stop] = abs_h @ w64.T
     return exact, magnitude
 
 
@@ -158,13 +154,10 @@ def gradients_within(wte, wpe, ids, past_length, cot_h, cot_logits, got_wte, got
     h64 = (wte[ids].astype(np.float64) + wpe[pos][None].astype(np.float64) if h is None
            else np.asarray(h, np.float64)).reshape(-1, d)
     dh, abs_dh = ch.copy(), np.abs(ch)
-    buffer = np.empty((min(block, V), d))  # as _products: one float64 block of wte, reused
-    for start in range(0, V, block):
-        w64 = buffer[: min(block, V - start)]
-        w64[...] = wte[start : start + block]
-        dh += cl_t[start : start + block].T @ w64
+    for start, stop, w64 in float64_row_blocks(wte, block):
+        dh += cl_t[start:stop].T @ w64
         np.abs(w64, out=w64)
-        abs_dh += np.abs(cl_t[start : start + block]).T @ w64
+        abs_dh += np.abs(cl_t[start:stop]).T @ w64
     k = gamma(V + 2 * B * T + 2, UNIT_ROUNDOFF["float32"]) + gamma(V + 2 * B * T + 2, UNIT_ROUNDOFF["float64"])
     read = np.unique(flat)
     with np.errstate(invalid="ignore", over="ignore"):
