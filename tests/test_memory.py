@@ -106,3 +106,29 @@ def test_keep_freed_memory_turns_them_off_in_this_process():
     code = "from gpt2_conformance.run import memory; memory.keep_freed_memory(); " + HUGE_PAGES
     out = subprocess.run([sys.executable, "-c", code], env=plain, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "False", (out.stdout, out.stderr)
+
+
+def test_a_framework_imported_by_a_suite_test_is_frozen_after_it():
+    """An adapter that imports its framework when it is first built (keras-hub's): after that test,
+    the suite moves the framework out of the cyclic collector's way too, as it did at collection
+    (hooks.pytest_runtest_logfinish), so later collections do not walk it; at the end it is thawed."""
+    import gc
+    import sys
+
+    from gpt2_conformance.run.runner import run_in_process
+    from helpers.bad_adapters import ImportsAFrameworkWhenBuilt
+
+    cases = ["test_lookup.py::test_exact_sum_in_every_layout[C]", "test_lookup.py::test_batch_rows_independent[past_length 0]"]
+    ImportsAFrameworkWhenBuilt.frozen_at_call.clear()
+    try:
+        result = run_in_process(ImportsAFrameworkWhenBuilt, "imports-a-framework",
+                                extra_args=[a for c in cases for a in ("--gpt2c-case", c)])
+    finally:
+        framework = [name for name in sys.modules if name.startswith("gpt2c_test_framework_")]
+        for name in framework:
+            del sys.modules[name]
+    assert result.error == "" and len(framework) == ImportsAFrameworkWhenBuilt.FRAMEWORK_MODULES
+    first, last = ImportsAFrameworkWhenBuilt.frozen_at_call[0], ImportsAFrameworkWhenBuilt.frozen_at_call[-1]
+    # each module: itself, its dict, its list and 100 lists
+    assert last - first >= 103 * ImportsAFrameworkWhenBuilt.FRAMEWORK_MODULES, (first, last)
+    assert gc.get_freeze_count() == 0

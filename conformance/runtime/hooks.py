@@ -199,8 +199,16 @@ def pytest_sessionfinish(session, exitstatus):
         import gc
 
         gc.unfreeze()  # a process that runs the suite in-process collects as before afterwards
+        _FROZEN_MODULES[0] = None
     if session.config._gpt2c_waivers and stale_waivers(session.config) and exitstatus == 0:
         session.exitstatus = 1  # as `run`: a stale waiver fails the gate, so the file cannot rot
+
+
+# len(sys.modules) when the suite last froze the collector's objects; None: not frozen
+_FROZEN_MODULES: list[int | None] = [None]
+# modules a test may import before they are frozen too: a framework imported by the first adapter
+# (keras-hub's adapters import Keras, JAX and keras-hub then, 480,000 objects), not a stray submodule
+FRAMEWORK_IMPORT = 200
 
 
 def pytest_collection_finish(session):
@@ -209,12 +217,14 @@ def pytest_collection_finish(session):
     after a failed test (pytest_runtest_logfinish) and the interpreter's own ones walk only what the
     tests made, not every object of torch or TensorFlow. pytest_sessionfinish hands them back."""
     import gc
+    import sys
 
     if not any(item.get_closest_marker("clause") for item in session.items):
         return  # not a suite run: a project's own tests are left as they are
     gc.collect()  # garbage so far is freed, not frozen
     gc.freeze()
     session.config._gpt2c_froze_gc = True
+    _FROZEN_MODULES[0] = len(sys.modules)
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -222,16 +232,27 @@ def pytest_runtest_logfinish(nodeid, location):
     exception's traceback holds the test's frames, so their tables, adapters and gradients (1.4 GB
     after a failed gradients test), in a reference cycle that only the cyclic collector frees, which
     counts objects, not bytes; pytest's sys.last_* keep it too. Until then the process grows by that
-    much, and freshly mapped memory is the costliest part of a run (run/memory.py)."""
+    much, and freshly mapped memory is the costliest part of a run (run/memory.py).
+
+    After a test that imported a framework (an adapter that imports its framework when it is first
+    built), that framework is frozen too, as at collection: otherwise each of those collections
+    walks it again (keras-hub-jax: 0.24 s each, 37 per verdict). What the session's and the
+    module's fixtures hold at that moment is frozen with it: freed at the session's end if a
+    reference cycle holds it (one module's adapters, once per process)."""
     import gc
     import sys
 
-    if getattr(sys, "last_value", None) is None and getattr(sys, "last_exc", None) is None:
+    failed = getattr(sys, "last_value", None) is not None or getattr(sys, "last_exc", None) is not None
+    imported = _FROZEN_MODULES[0] is not None and len(sys.modules) > _FROZEN_MODULES[0] + FRAMEWORK_IMPORT
+    if not failed and not imported:
         return
     for name in ("last_type", "last_value", "last_traceback", "last_exc"):
         if hasattr(sys, name):
             setattr(sys, name, None)
     gc.collect()
+    if imported:
+        gc.freeze()
+        _FROZEN_MODULES[0] = len(sys.modules)
 
 
 def outcome_of(report) -> str:

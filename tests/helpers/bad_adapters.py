@@ -72,3 +72,31 @@ class FailsHoldingAnArray(NumpyAdapter):
         array = np.ones(1 << 20, np.float32)
         FailsHoldingAnArray.held.append(weakref.ref(array))
         raise RuntimeError("fails while its frame holds a 4 MB array")
+
+
+class ImportsAFrameworkWhenBuilt(NumpyAdapter):
+    """The first one built imports a "framework" (as keras-hub's adapters import Keras then):
+    FRAMEWORK_MODULES modules, each holding objects the cyclic collector tracks. Each embed records
+    how many objects the collector has frozen (gc.get_freeze_count): tests/test_memory.py checks that
+    the suite freezes the framework after the test that imported it, as it froze what collection
+    imported."""
+
+    FRAMEWORK_MODULES = 300
+    frozen_at_call: list = []
+
+    def __init__(self, config=None):
+        import sys
+        import types
+
+        super().__init__(*(() if config is None else (config,)))
+        for i in range(self.FRAMEWORK_MODULES):
+            name = f"gpt2c_test_framework_{i}"
+            if name not in sys.modules:
+                module = sys.modules[name] = types.ModuleType(name)
+                module.objects = [[] for _ in range(100)]
+
+    def embed(self, ids, past_length=0):
+        import gc
+
+        ImportsAFrameworkWhenBuilt.frozen_at_call.append(gc.get_freeze_count())
+        return super().embed(ids, past_length)
