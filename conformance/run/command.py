@@ -3,8 +3,8 @@
 A built-in backend is run from its registry entry alone: this process imports no framework,
 the suite's child process imports it once and also reports the adapter's description and the
 run's parity fingerprint (gpt2_conformance/run/events.py). `--backend all` runs the backends in
-parallel processes (`--jobs`, default: this machine's cores) and prints their scorecards in the
-registry's order, whatever order they finish in."""
+parallel processes (`--jobs`, default: this machine's cores), longest first (run/schedule.py), and
+prints their scorecards in the registry's order, whatever order they start or finish in."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from gpt2_conformance import results as res
 from gpt2_conformance import spec
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance import waivers
-from gpt2_conformance.run import console, parity, report, runner
+from gpt2_conformance.run import console, parity, report, runner, schedule
 
 
 def add_parser(sub) -> None:
@@ -229,12 +229,14 @@ def _run_all(args) -> int:
     at_once = max(1, min(jobs, len(todo) or 1))
     results = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
-        futures = [pool.submit(_judge_named, name, args, log_dir, at_once) for name in todo]
-        for future in futures:  # in submission order: the output does not depend on which finishes first
-            result = future.result()
+        futures = {name: pool.submit(_judge_named, name, args, log_dir, at_once)
+                   for name in schedule.order(todo, args.device)}  # longest first: run/schedule.py
+        for name in todo:  # the registry's order: the output does not depend on which finishes first
+            result = futures[name].result()
             print(report.scorecard(result), flush=True)
             _write_reports(result, args)
             results.append(result)
+    schedule.record({r.backend: r.duration for r in results if not r.error}, args.device)
     print("\n" + report.matrix(results, missing))
     print("\n" + parity.table_from_fingerprints({r.backend: r.parity for r in results}))
     print(f"\nall backends: {time.perf_counter() - start:.0f} s with --jobs {jobs}")
