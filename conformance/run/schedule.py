@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 from gpt2_conformance import registry
 from gpt2_conformance.api import backend as api_backend
@@ -26,7 +25,7 @@ FOLDER = "verdict-times"
 
 def _path(device: str) -> str | None:
     folder = machine.private_cache_folder(FOLDER)
-    return os.path.join(folder, re.sub(r"[^A-Za-z0-9_.-]+", "_", device) + ".json") if folder else None
+    return os.path.join(folder, f"{device}.json") if folder else None  # device: one of run's --device choices
 
 
 def recorded(device: str) -> dict[str, float]:
@@ -49,11 +48,10 @@ def order(names: list[str], device: str) -> list[str]:
 
     def key(item):
         index, name = item
+        if name in times:
+            return (1, -times[name], index)
         entry = registry.entry(name)
-        reference = entry is not None and entry.kind == api_backend.REFERENCE
-        if name not in times:
-            return (0, reference, 0.0, index)
-        return (1, False, -times[name], index)
+        return (0, entry is not None and entry.kind == api_backend.REFERENCE, index)
 
     return [name for _, name in sorted(enumerate(names), key=key)]
 

@@ -193,22 +193,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     "did not fail: remove it from the waiver file")
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session, exitstatus):
-    if getattr(session.config, "_gpt2c_froze_gc", False):
-        import gc
-
-        gc.unfreeze()  # a process that runs the suite in-process collects as before afterwards
-        _FROZEN_MODULES[0] = None
-    if session.config._gpt2c_waivers and stale_waivers(session.config) and exitstatus == 0:
-        session.exitstatus = 1  # as `run`: a stale waiver fails the gate, so the file cannot rot
-
-
-# len(sys.modules) when the suite last froze the collector's objects; None: not frozen
-_FROZEN_MODULES: list[int | None] = [None]
+# len(sys.modules) when the suite last froze the collector's objects; None: nothing frozen
+_frozen_modules: int | None = None
 # modules a test may import before they are frozen too: a framework imported by the first adapter
 # (keras-hub's adapters import Keras, JAX and keras-hub then, 480,000 objects), not a stray submodule
 FRAMEWORK_IMPORT = 200
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    global _frozen_modules
+    if _frozen_modules is not None:
+        import gc
+
+        gc.unfreeze()  # a process that runs the suite in-process collects as before afterwards
+        _frozen_modules = None
+    if session.config._gpt2c_waivers and stale_waivers(session.config) and exitstatus == 0:
+        session.exitstatus = 1  # as `run`: a stale waiver fails the gate, so the file cannot rot
 
 
 def pytest_collection_finish(session):
@@ -216,6 +217,7 @@ def pytest_collection_finish(session):
     long as the run: move it out of the cyclic collector's way (gc.freeze), so the full collection
     after a failed test (pytest_runtest_logfinish) and the interpreter's own ones walk only what the
     tests made, not every object of torch or TensorFlow. pytest_sessionfinish hands them back."""
+    global _frozen_modules
     import gc
     import sys
 
@@ -223,8 +225,7 @@ def pytest_collection_finish(session):
         return  # not a suite run: a project's own tests are left as they are
     gc.collect()  # garbage so far is freed, not frozen
     gc.freeze()
-    session.config._gpt2c_froze_gc = True
-    _FROZEN_MODULES[0] = len(sys.modules)
+    _frozen_modules = len(sys.modules)
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -239,11 +240,12 @@ def pytest_runtest_logfinish(nodeid, location):
     walks it again (keras-hub-jax: 0.24 s each, 37 per verdict). What the session's and the
     module's fixtures hold at that moment is frozen with it: freed at the session's end if a
     reference cycle holds it (one module's adapters, once per process)."""
+    global _frozen_modules
     import gc
     import sys
 
     failed = getattr(sys, "last_value", None) is not None or getattr(sys, "last_exc", None) is not None
-    imported = _FROZEN_MODULES[0] is not None and len(sys.modules) > _FROZEN_MODULES[0] + FRAMEWORK_IMPORT
+    imported = _frozen_modules is not None and len(sys.modules) > _frozen_modules + FRAMEWORK_IMPORT
     if not failed and not imported:
         return
     for name in ("last_type", "last_value", "last_traceback", "last_exc"):
@@ -252,7 +254,7 @@ def pytest_runtest_logfinish(nodeid, location):
     gc.collect()
     if imported:
         gc.freeze()
-        _FROZEN_MODULES[0] = len(sys.modules)
+        _frozen_modules = len(sys.modules)
 
 
 def outcome_of(report) -> str:
