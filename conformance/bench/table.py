@@ -1,10 +1,11 @@
 """The bench as text: the console table and the Markdown report (bench.md), and the lines they
-share (memory bandwidth, each workload's limit, the bars, the decode step, how busy the machine
-was)."""
+share (memory bandwidth, each workload's limit and how far it moved between the run's processes,
+the bars, the decode step, how busy the machine was)."""
 
 from __future__ import annotations
 
 import platform
+import statistics
 
 from gpt2_conformance.bench import workloads as wl
 from gpt2_conformance.bench.verdict import (CACHE_STATES, at_bar_shape, backend_order, bar, decode_steps,
@@ -78,6 +79,24 @@ def _limit_lines(results: list[dict]) -> list[str]:
                          f"[{lim['gbps_min']:.1f}..{lim['gbps_max']:.1f}] {lim.get('cache', '')}"
                          + (f", {lim['threads']} thread(s)" if "threads" in lim else "") + f" ({res['backend']})")
     return lines
+
+
+def drift_line(results: list[dict]) -> str | None:
+    """How far the machine's own streams moved between this run's processes: each workload's
+    limit as measured in every process of every backend. A row doing the same kind of work holds
+    from run to run only about as well as its limit does (bench --across puts the two side by
+    side); None with one process."""
+    spreads = {}
+    for res in results:
+        for group, lim in res.get("limits", {}).items():
+            spreads.setdefault(group, []).extend(lim.get("process_gbps") or [])
+    spreads = {g: 100.0 * (max(v) - min(v)) / min(v) for g, v in spreads.items() if len(v) > 1 and min(v) > 0}
+    if not spreads:
+        return None
+    widest = max(spreads, key=spreads.get)
+    return (f"the machine itself: each workload's limit moved by up to {spreads[widest]:.0f}% between this run's "
+            f"processes ({widest}), a median of {statistics.median(spreads.values()):.0f}% over the workloads; rows "
+            "doing that work hold from one run to the next only about as well (compare runs with bench --across)")
 
 
 def machine_line(results: list[dict], meta: dict | None) -> str:
@@ -171,6 +190,9 @@ class ConsoleTable:
         if limits:
             lines += ["each workload's limit (the same bytes streamed in the same cache state, measured here):"]
             lines += ["  " + s for s in limits]
+        drift = drift_line(results)
+        if drift:
+            lines.append(drift)
         lines.append("")
         for row in table:
             lines.append("  ".join(str(c).ljust(widths[i]) if i < len(widths) else str(c) for i, c in enumerate(row)))
@@ -207,6 +229,9 @@ class MarkdownReport:
                 "same bytes as the workload must, in the same cache state (warm: repeated; cold: caches emptied "
                 "before each round), measured in the same process (conformance/bench/bandwidth.py `matched`):", ""]
         out += ["- " + s for s in _limit_lines(results)]
+        drift = drift_line(results)
+        if drift:
+            out += ["", drift[0].upper() + drift[1:] + "."]
         for title, section in _bar_section(results, rows, meta):
             out += ["", f"## {title[0].upper()}{title[1:]}", ""] + ["- " + s for s in section]
         steps = decode_steps(rows)

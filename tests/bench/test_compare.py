@@ -126,10 +126,30 @@ def test_across_runs_gives_each_rows_medians_and_their_spread(tmp_path, capsys):
              for i, m in enumerate((0.010, 0.0105, 0.012))]
     table = across.render(paths)
     row = next(line for line in table.splitlines() if line.startswith("| test_forward_prefill"))
-    assert "| 10.000 | 10.500 | 12.000 | 20.0% |" in row, row
+    assert "| 10.000 | 10.500 | 12.000 | 20.0% | 0.0% |" in row, row
     assert "0 of 1 rows within 10%; 1 of 1 rows within 20%" in table
+    assert "0 of 1 rows moved within 10% or no more than their limit did" in table
     assert command.run(bench_args(tmp_path, "--across", *paths)) == 0
     assert "20.0%" in capsys.readouterr().out
     assert command.run(bench_args(tmp_path, "--across", paths[0])) == 2
     assert command.run(bench_args(tmp_path, "--across", paths[0], str(tmp_path / "nope.json"))) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_across_runs_sets_each_rows_drift_beside_its_limits(tmp_path):
+    """A row's limit is the machine streaming the same bytes in the row's own processes: where the
+    machine itself slowed by 20% between runs, a row that slowed 20% moved no more than its
+    control; one that slowed 20% on a steady machine did not."""
+    from gpt2_conformance.bench import across
+
+    def paths(limits, name):
+        return [write_outputs(tmp_path, [child_result(median=m, limit=lim)], f"{name}{i}")[1]["json"]
+                for i, (m, lim) in enumerate(zip((0.010, 0.0105, 0.012), limits))]
+
+    slowed_machine = across.render(paths((18.0, 17.0, 15.0), "slow"))
+    assert "| 20.0% | 20.0% |" in slowed_machine, slowed_machine
+    assert "moved by a median of 20.0% and up to 20.0%" in slowed_machine
+    assert "1 of 1 rows moved within 10% or no more than their limit did" in slowed_machine
+    steady_machine = across.render(paths((18.0, 18.0, 18.0), "steady"))
+    assert "0 of 1 rows moved within 10% or no more than their limit did" in steady_machine
+

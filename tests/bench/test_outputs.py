@@ -82,6 +82,21 @@ def test_a_busy_machine_is_named_in_the_outputs():
     assert "rerun on an idle machine" in text.splitlines()[2]
 
 
+def test_the_machines_own_drift_between_processes_is_named():
+    """Each workload's limit as measured in every process: 18 and 27 GB/s in a backend's two
+    processes is a machine that moved 50%, said in both outputs; one process says nothing."""
+    from gpt2_conformance.bench import processes
+
+    results = [processes.combine([child_result(limit=18.0), child_result(limit=27.0)])]
+    line = table.drift_line(results)
+    assert "moved by up to 50% between this run's processes (forward_prefill B8-T1024-d768)" in line, line
+    rows = verdict.workload_rows(results)
+    assert line in table.ConsoleTable().render(results, rows, {"cores": 2})
+    assert "The machine itself: each workload's limit moved by up to 50%" in table.MarkdownReport().render(
+        results, rows, {"cores": 2})
+    assert table.drift_line([child_result()]) is None
+
+
 def test_a_missing_optional_package_costs_one_output_and_a_line(tmp_path, monkeypatch, capsys):
     """README command 1's environment minus pytest-benchmark and matplotlib (issue 12 part 3):
     every figure is still written, the PNGs each cost one clear line, and the run succeeds."""
