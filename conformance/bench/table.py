@@ -8,6 +8,7 @@ import platform
 import statistics
 
 from gpt2_conformance.bench import workloads as wl
+from gpt2_conformance.bench.across import spread_pct
 from gpt2_conformance.bench.verdict import (CACHE_STATES, at_bar_shape, backend_order, bar, decode_steps,
                                             faulting_modes, frameworks, model_errors)
 
@@ -90,7 +91,7 @@ def drift_line(results: list[dict]) -> str | None:
     for res in results:
         for group, lim in res.get("limits", {}).items():
             spreads.setdefault(group, []).extend(lim.get("process_gbps") or [])
-    spreads = {g: 100.0 * (max(v) - min(v)) / min(v) for g, v in spreads.items() if len(v) > 1 and min(v) > 0}
+    spreads = {g: spread_pct(v) for g, v in spreads.items() if len(v) > 1 and min(v) > 0}
     if not spreads:
         return None
     widest = max(spreads, key=spreads.get)
