@@ -152,6 +152,11 @@ def test_cli_nothing_claimed_exits_3(tmp_path):
     (["run", "--adapter", "no_such_module_x:f"], "cannot import 'no_such_module_x'"),
     (["run", "--backend", "numpy", "--timeout", "0"], "--timeout must be > 0"),
     (["run", "--backend", "numpy", "--device", "tpu"], "invalid choice: 'tpu'"),
+    (["run", "--backend", "numpy", "--case", "test_bounds.py::test_too_long_raise"],
+     "test_bounds.py has no test 'test_too_long_raise'; did you mean 'test_too_long_raises'?"),
+    (["run", "--backend", "numpy", "--case", "test_bound.py::test_too_long_raises"],
+     "--case 'test_bound.py::test_too_long_raises': not FILE::TEST of the suite"),
+    (["run", "--backend", "numpy", "--case", "test_bounds.py"], "not FILE::TEST of the suite"),
 ])
 def test_cli_bad_input_is_a_clear_error(args, message):
     out = _cli(*args)

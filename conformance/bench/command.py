@@ -64,8 +64,9 @@ def add_parser(subparsers) -> None:
                                                         "no time-to-verdict (4-5 minutes on 2 cores with 3 processes "
                                                         "per backend)")
     p.add_argument("--mode", action="append", dest="modes", help="only this mode (repeatable; default: all)")
-    p.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")),
-                   help="n_embd values for the prefill shapes, comma-separated (default: 768,1024,1280,1600)")
+    p.add_argument("--sizes", type=_sizes, metavar="D[,D...]",
+                   help="n_embd values for the prefill shapes, comma-separated (default: 768,1024,1280,1600; "
+                        "not with --quick, whose shapes are d=768 only)")
     p.add_argument("--workload", action="append", dest="workloads",
                    choices=("forward_prefill", "forward_decode", "backward_prefill", "backward_decode",
                             "logits_prefill", "logits_decode", "step_decode"),
@@ -97,6 +98,52 @@ def add_parser(subparsers) -> None:
                         "median moves between processes by more than its samples spread inside one, so each row "
                         "keeps every process's median and the gate and the bar lines judge against that spread")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per backend process")
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    import argparse
+
+    try:
+        sizes = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: n_embd values are positive integers, comma-separated "
+                                         "(e.g. 768,1024)")
+    return tuple(dict.fromkeys(sizes))
+
+
+def bad_args(args, names: list[str]) -> str | None:
+    """What is wrong with these options for these backends (one line), or None. Each of these
+    once started a run that timed nothing, or something other than what was asked."""
+    if args.fail_above is not None and args.fail_above < 0:
+        return f"--fail-above {args.fail_above}: must be >= 0"
+    if args.processes < 1:
+        return f"--processes {args.processes}: must be >= 1"
+    if args.confirm < 0:
+        return f"--confirm {args.confirm}: must be >= 0"
+    if not args.timeout > 0:
+        return f"--timeout {args.timeout}: must be > 0 seconds"
+    if args.max_time is not None and not args.max_time > 0:
+        return f"--max-time {args.max_time}: must be > 0 seconds"
+    if args.quick and args.sizes:
+        return "--sizes does not apply with --quick, whose shapes are d=768 only: drop one of them"
+    if args.modes and not any(":" in n for n in names):  # a module:factory's modes are known only in its child
+        known = {n: modes_named(n) for n in names}
+        unknown = [m for m in args.modes if not any(m in modes for modes in known.values())]
+        if unknown:
+            return (f"--mode {unknown[0]}: no backend timed here has it; modes: "
+                    + "; ".join(f"{n}: {', '.join(modes)}" for n, modes in known.items()))
+    return None
+
+
+def modes_named(backend: str) -> list[str]:
+    """The bench modes of a registered backend: its entry's own, else the native-hook and Adapter
+    API modes (conformance/bench/adapter_hooks.py)."""
+    try:
+        return workloads.modes_of(backend)
+    except LookupError:
+        return ["native", "bridge"]
 
 
 def argparse_bool():
@@ -200,15 +247,6 @@ def time_to_verdict(backend: str, device: str) -> dict:
 
 
 def run(args) -> int:
-    if args.fail_above is not None and args.fail_above < 0:
-        print("gpt2-conformance bench: error: --fail-above must be >= 0", file=sys.stderr)
-        return 2
-    if args.processes < 1:
-        print(f"gpt2-conformance bench: error: --processes {args.processes}: must be >= 1", file=sys.stderr)
-        return 2
-    if args.confirm < 0:
-        print(f"gpt2-conformance bench: error: --confirm {args.confirm}: must be >= 0", file=sys.stderr)
-        return 2
     if args.across:
         from gpt2_conformance.bench import across
 
@@ -228,6 +266,10 @@ def run(args) -> int:
         names = backend_names(args.backend)
     except LookupError as exc:
         print(f"gpt2-conformance bench: error: {exc}", file=sys.stderr)
+        return 2
+    problem = bad_args(args, names)
+    if problem:
+        print(f"gpt2-conformance bench: error: {problem}", file=sys.stderr)
         return 2
     os.makedirs(args.out_dir, exist_ok=True)
     print(f"gpt2-conformance bench: {', '.join(names)} on {args.device}"

@@ -62,6 +62,10 @@ def run(args) -> int:
         args.seed = random.randrange(2**32)  # one seed for every child of the run (shards, restarts, backends)
     if args.jobs is not None and args.jobs < 1:
         return _usage(f"--jobs must be >= 1, got {args.jobs}")
+    for case in args.case:
+        problem = _unknown_case(case)
+        if problem:
+            return _usage(problem)
     if args.backend == "all":
         return _run_all(args)
     name = args.backend or args.adapter
@@ -74,6 +78,30 @@ def run(args) -> int:
         _drop_empty_log_dir(args)
         return res.EXIT_FAIL
     return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
+
+
+def _unknown_case(case: str) -> str | None:
+    """Why --case names no test of the suite, found here without collecting it (that imports the
+    framework, in the child): its file and its test function must exist. The child checks the
+    parameters in brackets and refuses an unknown one (runtime/hooks.py)."""
+    import ast
+    import difflib
+
+    path, _, test = case.partition("::")
+    name = test.split("[")[0]
+    suite_file = os.path.join(runner.SUITE_DIR, os.path.basename(path))
+    if not path.endswith(".py") or not name or not os.path.isfile(suite_file):
+        files = sorted(f for f in os.listdir(runner.SUITE_DIR) if f.startswith("test_") and f.endswith(".py"))
+        return (f"--case {case!r}: not FILE::TEST of the suite, e.g. 'test_bounds.py::test_too_long_raises' "
+                f"(copy it from a report's repro line; files: {', '.join(files)})")
+    with open(suite_file, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    if name in tests:
+        return None
+    close = difflib.get_close_matches(name, tests, n=1)
+    return (f"--case {case!r}: {os.path.basename(suite_file)} has no test {name!r}"
+            + (f"; did you mean {close[0]!r}?" if close else f"; its tests: {', '.join(tests)}"))
 
 
 def _usage(message: str, args=None) -> int:

@@ -121,3 +121,33 @@ def test_backend_names_expand_all_and_refuse_unknown_names(tmp_path, capsys):
     args = bench_args(tmp_path)
     args.backend = ["nope"]
     assert command.run(args) == 2 and "unknown backend" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--quick", "--sizes", "1024"], "--sizes does not apply with --quick"),
+    (["--mode", "nope"], "--mode nope: no backend timed here has it; modes: numpy: suite,"),
+    (["--max-time", "-1"], "--max-time -1.0: must be > 0 seconds"),
+    (["--timeout", "0"], "--timeout 0.0: must be > 0 seconds"),
+    (["--fail-above", "-5"], "--fail-above -5.0: must be >= 0"),
+])
+def test_options_that_would_time_nothing_or_something_else_are_refused(tmp_path, monkeypatch, capsys, options, says):
+    """Each of these once started a run: a negative --max-time, a --timeout of 0, a --mode no backend
+    has and --sizes beside --quick (which ignored it) all timed nothing or not what was asked."""
+    monkeypatch.setattr(command, "run_child", lambda *a, **k: pytest.fail("a backend was timed"))
+    assert command.run(bench_args(tmp_path, *options)) == 2
+    assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "768,-1", ""])
+def test_sizes_must_be_positive_integers(tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as exit_:
+        bench_args(tmp_path, "--sizes", value)
+    assert exit_.value.code == 2
+    assert f"argument --sizes: {value!r}: n_embd values are positive integers" in capsys.readouterr().err
+
+
+def test_a_mode_of_one_selected_backend_is_accepted(tmp_path):
+    args = bench_args(tmp_path, "--mode", "compile")
+    args.backend = ["numpy", "torch"]
+    assert command.bad_args(args, ["numpy", "torch"]) is None
+    assert command.bad_args(args, ["numpy", "pkg.mod:factory"]) is None  # its modes are known in its child only
