@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
 
 # command -> the module that has its add_parser(subparsers) and run(args) -> exit code
 COMMANDS = {
@@ -88,7 +90,35 @@ def main(argv: list[str] | None = None) -> int:
     modules = {name: sys.modules[__name__] if path == COMMANDS["list"] else importlib.import_module(path)
                for name, path in chosen.items()}
     args = _parser(modules).parse_args(argv)
+    problem = _unwritable_output(args)
+    if problem:
+        print(f"gpt2-conformance {args.command}: error: {problem}", file=sys.stderr)
+        return 2
     return modules[args.command].run(args)
+
+
+OUTPUT_FOLDERS = {"report_dir": "--report-dir", "out_dir": "--out-dir", "out": "--out"}  # each command's own
+
+
+def _unwritable_output(args) -> str | None:
+    """An output folder that cannot be written, said before anything runs (the commands found out
+    at the end, after their run, with a traceback). Nothing is made here: a file is created and
+    removed in the folder or its nearest existing parent, as permission bits do not tell (root
+    may write anywhere but /proc, a read-only mount, ...)."""
+    for attr, option in OUTPUT_FOLDERS.items():
+        path = getattr(args, attr, None)
+        if not path:
+            continue
+        existing = os.path.abspath(path)
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            return f"{option} {path}: {existing} is a file, not a folder"
+        try:
+            tempfile.TemporaryFile(dir=existing).close()
+        except OSError as exc:
+            return f"{option} {path}: cannot write in {existing} ({exc.strerror or exc})"
+    return None
 
 
 if __name__ == "__main__":

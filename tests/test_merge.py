@@ -400,3 +400,16 @@ def test_a_folder_merged_into_itself_skips_merges_own_output(tmp_path, capsys):
     assert "merged.json" not in capsys.readouterr().err
     assert cli.main(["merge", str(folder / "merged.json")]) == 2
     assert "a merged document" in capsys.readouterr().err
+
+
+def test_an_upstream_dir_that_links_nothing_is_refused(tmp_path, capsys):
+    """--upstream-dir once linked nothing, silently: a folder that is not there or holds no drafts,
+    or no --out-dir to write the scoreboard it links."""
+    report = write(tmp_path, "a.json", suite_result())
+    (tmp_path / "empty").mkdir()
+    for extra, says in [([str(tmp_path / "nope"), "--out-dir", str(tmp_path / "o")], "no such folder"),
+                        ([str(tmp_path / "empty"), "--out-dir", str(tmp_path / "o")], "no <backend>/status.json"),
+                        ([str(tmp_path / "empty")], "only --out-dir writes the scoreboard")]:
+        assert cli.main(["merge", report, "--upstream-dir", *extra]) == 2
+        assert says in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

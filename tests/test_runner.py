@@ -344,3 +344,19 @@ def test_a_child_with_a_usage_error_still_prints_it(tmp_path):
                            capture_output=True, text=True, cwd=tmp_path)
     assert child.returncode == 4, child.stdout + child.stderr
     assert "this suite refuses the arguments" in child.stderr, child.stdout + child.stderr
+
+
+@pytest.mark.parametrize("args, option", [
+    (["run", "--backend", "numpy", "--report-dir"], "--report-dir"),
+    (["bench", "--quick", "--out-dir"], "--out-dir"),
+    (["merge", "x.json", "--out-dir"], "--out-dir"),
+    (["thirdparty", "--out"], "--out"),
+    (["upstream", "--out-dir"], "--out-dir"),
+])
+def test_an_output_folder_that_cannot_be_written_is_refused_before_anything_runs(tmp_path, capsys, args, option):
+    from gpt2_conformance import cli
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert cli.main([*args, str(blocker / "reports")]) == 2
+    assert f"{option} {blocker / 'reports'}: {blocker} is a file, not a folder" in capsys.readouterr().err

@@ -237,3 +237,13 @@ def test_a_fixed_library_makes_the_reproduction_exit_0_and_the_waiver_stale(tmp_
                              [res.ClauseResult(spec.clause(w.clause), res.FAIL, "m") for w in found.waivers], 0.0)
     waivers.apply(result, list(found.waivers), fixed)
     assert [s.split()[0] for s in result.stale_waivers] == ["INIT-WPE"] and result.exit_code == 1
+
+
+@pytest.mark.parametrize("option, value, says", [("--jobs", "-1", "--jobs -1: must be >= 1"),
+                                                 ("--timeout", "0", "--timeout 0.0: must be > 0 seconds")])
+def test_jobs_and_timeout_out_of_range_are_refused(tmp_path, capsys, option, value, says):
+    from gpt2_conformance import cli
+
+    assert cli.main(["upstream", "mlx-lm", option, value, "--out-dir", str(tmp_path)]) == 2
+    assert says in capsys.readouterr().err
+    assert not os.listdir(tmp_path)  # nothing written, nothing run

@@ -44,6 +44,11 @@ def write_all(doc: dict, out_dir: str, upstream_dir: str | None = None) -> list[
 
 
 def run(args) -> int:
+    upstream_dir = getattr(args, "upstream_dir", None)
+    problem = _bad_upstream_dir(upstream_dir, args.out_dir) if upstream_dir else None
+    if problem:
+        print(f"gpt2-conformance merge: error: --upstream-dir {upstream_dir}: {problem}", file=sys.stderr)
+        return 2
     try:
         runs, bench, ignored, raw = inputs.load(args.files)
         doc = document.merged(runs, bench, ignored, base=args.out_dir)
@@ -55,10 +60,21 @@ def run(args) -> int:
     for path in ignored:
         print(f"gpt2-conformance merge: ignored {path}: {NEITHER}", file=sys.stderr)
     if args.out_dir:
-        for path in write_all(doc, args.out_dir, getattr(args, "upstream_dir", None)):
+        for path in write_all(doc, args.out_dir, upstream_dir):
             print(f"wrote {path}")
     else:
         print(markdown.render(doc))
     for problem in doc["parity"].get("problems", []):
         print(f"gpt2-conformance merge: parity problem: {problem}", file=sys.stderr)
     return document.exit_code(doc)
+
+
+def _bad_upstream_dir(upstream_dir: str, out_dir: str | None) -> str | None:
+    """Why the drafts folder cannot link the scoreboard (it once linked nothing, silently)."""
+    if not out_dir:
+        return "it links the scoreboard's waived cells, and only --out-dir writes the scoreboard"
+    if not os.path.isdir(upstream_dir):
+        return "no such folder"
+    if not any(os.path.isfile(os.path.join(upstream_dir, f, "status.json")) for f in os.listdir(upstream_dir)):
+        return "no <backend>/status.json in it: write the drafts there with `gpt2-conformance upstream --out-dir`"
+    return None

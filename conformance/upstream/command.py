@@ -67,6 +67,10 @@ def _resolve(name: str):
 
 
 def run(args) -> int:
+    if args.jobs < 0:
+        return _error(f"--jobs {args.jobs}: must be >= 1 (0: the machine's cores)")
+    if not args.timeout > 0:
+        return _error(f"--timeout {args.timeout}: must be > 0 seconds")
     names = args.names or [n for n in registry.judged() if registry.waivers_file(n)]
     resolved = []
     for name in names:
