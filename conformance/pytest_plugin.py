@@ -1,7 +1,8 @@
 """The pytest plugin's entry point (`pytest11: gpt2_conformance`), loaded into every pytest
 session of an environment that has the suite installed. So it does nothing but register the
 suite's options, each behind the `--gpt2c-` prefix (a project's own `--device` or `--backend`
-stays its own), and imports nothing: the suite's hooks and fixtures live in
+stays its own), and imports nothing unless --gpt2c-backend is given (then the registry alone, to
+refuse in one line a name that cannot run): the suite's hooks and fixtures live in
 gpt2_conformance/suite/conftest.py, which pytest loads only when it collects the suite.
 
     pytest --pyargs gpt2_conformance.suite --gpt2c-backend numpy
@@ -31,3 +32,25 @@ def pytest_addoption(parser):
     group.addoption("--gpt2c-case", action="append", default=[], metavar="NODEID",
                     help="run only this test of the suite, e.g. 'test_bounds.py::test_too_long_raises' (a "
                     "report's repro line); repeatable")
+
+
+def pytest_configure(config):
+    """A --gpt2c-backend that cannot run is a usage error here, one line, before collection (the
+    suite's own hooks find out at collection, where pytest prints it as a collection error with
+    two tracebacks). Only when the option is given; the check imports no framework."""
+    name = config.getoption("--gpt2c-backend", None)
+    if not name or ":" in name or config.getoption("--gpt2c-adapter", None):
+        return
+    import pytest
+
+    from gpt2_conformance import registry
+
+    if name not in registry.available():
+        raise pytest.UsageError(f"gpt2-conformance: --gpt2c-backend {name!r}: unknown backend; available: "
+                                f"{', '.join(registry.available())} (or --gpt2c-adapter package.module:factory)")
+    lacking = registry.missing_framework(name)
+    if lacking:
+        entry = registry.entry(name)
+        hint = f": pip install 'gpt2-conformance[{entry.extra}]'" if entry is not None and entry.extra else ""
+        raise pytest.UsageError(f"gpt2-conformance: --gpt2c-backend {name!r} needs {lacking}, which is not "
+                                f"installed{hint}")

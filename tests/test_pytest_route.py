@@ -45,3 +45,25 @@ def test_waived_failures_are_xfail_and_stale_waivers_fail(tmp_path):
     code, out = _pytest(tmp_path, "--gpt2c-waivers", _waivers(tmp_path, "BOUNDS-TOKEN", "BOUNDS-MESSAGE",
                                                               "BOUNDS-POSITION"))
     assert code == 1 and "STALE WAIVER: BOUNDS-POSITION" in out, out[-2000:]
+
+
+def test_a_backend_that_cannot_run_is_one_usage_line(tmp_path, monkeypatch):
+    """--gpt2c-backend with an unknown name, or one whose framework is missing: pytest's own usage
+    error, one line, before collection (not a collection error with two tracebacks)."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p",
+                          "no:cacheprovider", "--gpt2c-backend", "nope"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "ERROR: gpt2-conformance: --gpt2c-backend 'nope': unknown backend; available: numpy," in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr and "ERROR collecting" not in out.stdout
+
+    from gpt2_conformance import pytest_plugin, registry
+
+    class Config:
+        def getoption(self, name, default=None):
+            return {"--gpt2c-backend": "tensorflow"}.get(name, default)
+
+    monkeypatch.setattr(registry, "missing_framework", lambda name: "tensorflow")
+    with pytest.raises(pytest.UsageError, match=r"--gpt2c-backend 'tensorflow' needs tensorflow, which is not "
+                                                r"installed: pip install 'gpt2-conformance\[tensorflow\]'"):
+        pytest_plugin.pytest_configure(Config())
