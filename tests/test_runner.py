@@ -49,10 +49,12 @@ def test_wrong_return_type_is_a_fail_naming_the_type():
     assert "returned list, but should return numpy.ndarray" in shape.message
 
 
-def _cli(*args, cwd=None, temp=None):
+def _cli(*args, cwd=None, temp=None, env_path=None):
     """The CLI in its own process; `temp`: its temporary directory (a run without --report-dir
-    keeps its log folder there), the caches where they are."""
+    keeps its log folder there), the caches where they are; `env_path`: put on PYTHONPATH."""
     env = dict(os.environ, **(machine.child_temp_env(str(temp)) if temp else {}))
+    if env_path:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [env_path, os.environ.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", *args], capture_output=True, text=True, cwd=cwd,
                           env=env)
 
@@ -157,9 +159,15 @@ def test_cli_nothing_claimed_exits_3(tmp_path):
     (["run", "--backend", "numpy", "--case", "test_bound.py::test_too_long_raises"],
      "--case 'test_bound.py::test_too_long_raises': not FILE::TEST of the suite"),
     (["run", "--backend", "numpy", "--case", "test_bounds.py"], "not FILE::TEST of the suite"),
+    (["run", "--adapter", "helpers.bad_adapters:NOT_A_FACTORY"],
+     "adapter 'helpers.bad_adapters:NOT_A_FACTORY': 5 (int) is not an adapter class or factory function"),
+    (["run", "--adapter", "helpers.bad_adapters:factory_without_claims"],
+     "adapter 'helpers.bad_adapters:factory_without_claims': factory_without_claims has no `capabilities`"),
 ])
 def test_cli_bad_input_is_a_clear_error(args, message):
-    out = _cli(*args)
+    """Each a usage error (exit 2) in one line, before any suite child starts: an adapter without
+    claims once cost every clause a 'suite error' and exit 1, blaming the suite."""
+    out = _cli(*args, env_path=TESTS_DIR)
     assert out.returncode == 2 and message in out.stderr, (out.returncode, out.stderr)
 
 

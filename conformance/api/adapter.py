@@ -148,8 +148,11 @@ def capabilities_of(factory) -> Capabilities:
     caps = getattr(factory, "capabilities", None)
     if isinstance(caps, Capabilities):
         return caps
+    if not callable(factory):
+        raise TypeError(f"{factory!r} ({type(factory).__name__}) is not an adapter class or factory function")
+    name = getattr(factory, "__qualname__", None) or repr(factory)
     raise TypeError(
-        f"{factory!r} has no `capabilities` attribute of type Capabilities; "
+        f"{name} has no `capabilities` attribute of type Capabilities; "
         "set it on the adapter class or on the factory function"
     )
 

@@ -100,3 +100,11 @@ class ImportsAFrameworkWhenBuilt(NumpyAdapter):
 
         ImportsAFrameworkWhenBuilt.frozen_at_call.append(gc.get_freeze_count())
         return super().embed(ids, past_length)
+
+
+# Not adapters at all: what a typo in --adapter package.module:factory can name
+NOT_A_FACTORY = 5
+
+
+def factory_without_claims(config=None):
+    return NumpyAdapter(config)
