@@ -103,15 +103,27 @@ def _install_hint(exc: ImportError) -> str:
 def resolve(name_or_spec: str):
     """The adapter factory for a backend name or a "module:factory" spec."""
     if ":" in name_or_spec:
-        return load_object(name_or_spec)
+        return _claiming(name_or_spec, load_object(name_or_spec))
     found = builtin().get(name_or_spec)
     if found is not None:
-        return load_object(found.adapter_spec)
+        return _claiming(name_or_spec, load_object(found.adapter_spec))
     plugins = _plugins()
     if name_or_spec in plugins:
-        return plugins[name_or_spec].load()
+        return _claiming(name_or_spec, plugins[name_or_spec].load())
     raise LookupError(f"unknown backend {name_or_spec!r}; available: {', '.join(available())} "
                       "(or pass --adapter package.module:factory)")
+
+
+def _claiming(name: str, factory):
+    """`factory`, once it is known to say what it claims (a TypeError naming `name` if not: the
+    suite cannot run an adapter whose claims it cannot read)."""
+    from gpt2_conformance.api.adapter import capabilities_of
+
+    try:
+        capabilities_of(factory)
+    except TypeError as exc:
+        raise TypeError(f"adapter {name!r}: {exc}") from None
+    return factory
 
 
 def missing_framework(name: str) -> str | None:

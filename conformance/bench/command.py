@@ -137,6 +137,27 @@ def bad_args(args, names: list[str]) -> str | None:
     return None
 
 
+def _unusable_adapter(names: list[str]) -> str | None:
+    """A module:factory that cannot be imported or is not an adapter, said here in one line (its
+    child would die with a traceback in the log and the run would go on, timing nothing)."""
+    from gpt2_conformance import registry
+
+    for name in (n for n in names if ":" in n):
+        try:
+            registry.resolve(name)
+        except (ImportError, ValueError, TypeError) as exc:
+            return str(exc)
+    return None
+
+
+def _child_pythonpath() -> str:
+    """PYTHONPATH for a child that runs in REPO_ROOT: this one's entries made absolute, then this
+    process's working directory (where a user's module:factory is found, as registry.load_object
+    finds it here), so `PYTHONPATH=. gpt2-conformance bench --backend mymod:factory` works."""
+    entries = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys([*entries, os.getcwd()]))
+
+
 def modes_named(backend: str) -> list[str]:
     """The bench modes of a registered backend: its entry's own, else the native-hook and Adapter
     API modes (conformance/bench/adapter_hooks.py)."""
@@ -210,7 +231,8 @@ def run_child(request: dict, log_dir: str, timeout: float) -> dict:
         log_path = os.path.join(log_dir, "bench-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in backend)
                                 + ".log")
         env = {k: v for k, v in os.environ.items() if k not in MALLOC_ENV["retain"]}  # "system": glibc's own
-        env.update(PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3", **MALLOC_ENV[request.get("malloc", "retain")])
+        env.update(PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=_child_pythonpath(),
+                   **MALLOC_ENV[request.get("malloc", "retain")])
         with open(log_path, "w") as log:  # stderr (framework noise) to a file; progress lines to the console
             try:
                 child = subprocess.run([sys.executable, "-m", "gpt2_conformance.bench.child", req_path, res_path],
@@ -267,7 +289,7 @@ def run(args) -> int:
     except LookupError as exc:
         print(f"gpt2-conformance bench: error: {exc}", file=sys.stderr)
         return 2
-    problem = bad_args(args, names)
+    problem = bad_args(args, names) or _unusable_adapter(names)
     if problem:
         print(f"gpt2-conformance bench: error: {problem}", file=sys.stderr)
         return 2

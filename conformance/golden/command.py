@@ -113,7 +113,7 @@ def run(args) -> int:
 
     try:
         registry.resolve(args.adapter or args.backend)
-    except (ImportError, LookupError, ValueError) as exc:
+    except (ImportError, LookupError, ValueError, TypeError) as exc:
         print(f"gpt2-conformance golden: error: {exc}", file=sys.stderr)
         return 2
     print(f"GOLDEN clauses on {args.adapter or args.backend} with the checkpoint's tables "

@@ -22,7 +22,6 @@ import time
 from gpt2_conformance import registry
 from gpt2_conformance import results as res
 from gpt2_conformance import spec
-from gpt2_conformance.api.adapter import capabilities_of
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance import waivers
 from gpt2_conformance.run import console, parity, report, runner, schedule
@@ -72,7 +71,7 @@ def run(args) -> int:
     name = args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
-    except (ImportError, LookupError, ValueError, TypeError) as exc:  # WaiverFileError is a ValueError; TypeError: no claims
+    except (ImportError, LookupError, ValueError, TypeError) as exc:  # WaiverFileError is a ValueError; TypeError: not an adapter
         return _usage(str(exc), args)
     except TimeoutError as exc:  # the adapter's module hung at import: it could not run
         print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
@@ -145,7 +144,7 @@ def _waivers(name: str, args, log_dir: str) -> list:
         found = registry.entry(name)
         if found is None:
             with _bounded(args.timeout, f"importing the plug-in {name}"):
-                capabilities_of(registry.resolve(name))  # an installed plug-in resolves; else LookupError
+                registry.resolve(name)  # an installed plug-in resolves; anything else raises LookupError
         else:
             lacking = registry.missing_framework(name)
             if lacking:
@@ -155,11 +154,7 @@ def _waivers(name: str, args, log_dir: str) -> list:
     else:
         with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
                 _bounded(args.timeout, f"importing the adapter {spec}"):
-            factory = registry.load_object(spec)
-        try:  # here, in one line: in the child it cost every clause a suite error
-            capabilities_of(factory)
-        except TypeError as exc:
-            raise TypeError(f"adapter {spec!r}: {exc}") from None
+            factory = registry.resolve(spec)  # here, in one line: in the child a TypeError cost every clause
         path = args.waivers or registry.waivers_file(spec, factory)
     return waivers.load(path) if path else []
 

@@ -58,7 +58,7 @@ def _resolve(name: str):
                               "(or an adapter module:factory with a WAIVERS file)")
         try:
             factory = registry.resolve(name)
-        except (ImportError, ValueError) as exc:
+        except (ImportError, ValueError, TypeError) as exc:
             raise LookupError(str(exc)) from None
     waivers_path, path = cz.find(name, factory)
     if not waivers_path:

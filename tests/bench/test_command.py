@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 
 import pytest
@@ -151,3 +152,21 @@ def test_a_mode_of_one_selected_backend_is_accepted(tmp_path):
     args.backend = ["numpy", "torch"]
     assert command.bad_args(args, ["numpy", "torch"]) is None
     assert command.bad_args(args, ["numpy", "pkg.mod:factory"]) is None  # its modes are known in its child only
+
+
+def test_an_adapter_spec_that_is_not_an_adapter_is_refused_before_any_child(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(command, "run_child", lambda *a, **k: pytest.fail("a backend was timed"))
+    args = bench_args(tmp_path)
+    args.backend = ["helpers.bad_adapters:NOT_A_FACTORY"]
+    assert command.run(args) == 2
+    assert "adapter 'helpers.bad_adapters:NOT_A_FACTORY': 5 (int) is not an adapter" in capsys.readouterr().err
+
+
+def test_the_child_finds_a_users_module_from_the_users_folder(tmp_path, monkeypatch):
+    """The child runs in the project's root: `PYTHONPATH=. bench --backend mymod:factory` once
+    timed nothing there (No module named 'mymod')."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([".", "/opt/lib"]))
+    assert command._child_pythonpath().split(os.pathsep) == [str(tmp_path), "/opt/lib"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert command._child_pythonpath() == str(tmp_path)
