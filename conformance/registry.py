@@ -101,22 +101,29 @@ def _install_hint(exc: ImportError) -> str:
 
 
 def resolve(name_or_spec: str):
-    """The adapter factory for a backend name or a "module:factory" spec."""
+    """The adapter factory for a backend name or a "module:factory" spec, checked to say what it
+    claims (a TypeError naming it if not: the suite cannot run an adapter whose claims it cannot
+    read)."""
+    return _claiming(name_or_spec, find(name_or_spec))
+
+
+def find(name_or_spec: str):
+    """The object a backend name or "module:factory" spec names, unchecked (`upstream` reads only
+    its WAIVERS)."""
     if ":" in name_or_spec:
-        return _claiming(name_or_spec, load_object(name_or_spec))
+        return load_object(name_or_spec)
     found = builtin().get(name_or_spec)
     if found is not None:
-        return _claiming(name_or_spec, load_object(found.adapter_spec))
+        return load_object(found.adapter_spec)
     plugins = _plugins()
     if name_or_spec in plugins:
-        return _claiming(name_or_spec, plugins[name_or_spec].load())
+        return plugins[name_or_spec].load()
     raise LookupError(f"unknown backend {name_or_spec!r}; available: {', '.join(available())} "
                       "(or pass --adapter package.module:factory)")
 
 
 def _claiming(name: str, factory):
-    """`factory`, once it is known to say what it claims (a TypeError naming `name` if not: the
-    suite cannot run an adapter whose claims it cannot read)."""
+    """`factory`, once it is known to say what it claims; a TypeError naming `name` if not."""
     from gpt2_conformance.api.adapter import capabilities_of
 
     try:
