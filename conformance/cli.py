@@ -94,7 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"gpt2-conformance {args.command}: error: {problem}", file=sys.stderr)
         return 2
-    return modules[args.command].run(args)
+    try:
+        return modules[args.command].run(args)
+    except BrokenPipeError:  # `gpt2-conformance list --long | head`: the reader left, which is no error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python flushes stdout at exit
+        return 1
 
 
 OUTPUT_FOLDERS = {"report_dir": "--report-dir", "out_dir": "--out-dir", "out": "--out"}  # each command's own

@@ -368,3 +368,33 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_anything_runs
     blocker.write_text("")
     assert cli.main([*args, str(blocker / "reports")]) == 2
     assert f"{option} {blocker / 'reports'}: {blocker} is a file, not a folder" in capsys.readouterr().err
+
+
+def test_run_all_with_case_prints_no_parity_table(tmp_path, monkeypatch, capsys):
+    """--case runs part of the suite, so no fingerprint is computed: `run --backend all --case`
+    died at the end on the missing fingerprints (KeyError: 'cases')."""
+    from gpt2_conformance import cli, registry
+    from gpt2_conformance.run import command
+    from helpers.reports import suite_result
+
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", "torch"])
+    monkeypatch.setattr(registry, "missing_framework", lambda name: None)
+    monkeypatch.setattr(command, "_judge_named", lambda name, args, log_dir, side_by_side=1: suite_result(name))
+    code = cli.main(["run", "--backend", "all", "--case", "test_bounds.py::test_too_long_raises",
+                     "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "parity: not computed, --case runs part of the suite" in out
+    assert "max abs diff" not in out
+
+
+def test_a_reader_that_leaves_early_is_no_traceback():
+    """`gpt2-conformance list --long | head -1`: the reader is gone before the writer is done. Here
+    it is gone before the first write (a pipe with its reading end closed), so every write breaks."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "list", "--long"], stdout=write_end,
+                             stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert out.returncode == 1 and out.stderr == "", out.stderr
