@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `gpt2-conformance list --long | head`: the reader left, which is no error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python flushes stdout at exit
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the terminal's SIGINT reached the children too (one process group)
+        print(f"\ngpt2-conformance {args.command}: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
 
 
 OUTPUT_FOLDERS = {"report_dir": "--report-dir", "out_dir": "--out-dir", "out": "--out"}  # each command's own

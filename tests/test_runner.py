@@ -398,3 +398,45 @@ def test_a_reader_that_leaves_early_is_no_traceback():
     finally:
         os.close(write_end)
     assert out.returncode == 1 and out.stderr == "", out.stderr
+
+
+@pytest.mark.parametrize("backend", ["all", "one"])
+def test_ctrl_c_ends_the_run_and_its_children_at_once(tmp_path, backend):
+    """SIGINT to the CLI alone (a terminal's Ctrl-C reaches the children as well): exit 130 with
+    one line, no child left. `run --backend all` once went on for minutes, starting child after
+    child for the backends left, and a Ctrl-C ended in a KeyboardInterrupt traceback."""
+    import signal
+    import time
+
+    target = ["--backend", "all", "--jobs", "2"] if backend == "all" else \
+        ["--adapter", "helpers.bad_adapters:HangsInPython", "--timeout", "600"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])),
+               **machine.child_temp_env(str(tmp_path)))
+    cli_ = subprocess.Popen([sys.executable, "-m", "gpt2_conformance.cli", "run", *target], env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def children():  # suite children: their events files are in this test's temporary folder
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            if "gpt2c-results" in cmdline and str(tmp_path) in cmdline:
+                found.append(pid)
+        return found
+
+    deadline = time.monotonic() + 120
+    while not children() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert children(), "no suite child started"
+    time.sleep(1.0)
+    start = time.monotonic()
+    cli_.send_signal(signal.SIGINT)
+    err = cli_.communicate(timeout=60)[1]
+    assert cli_.returncode == 130 and err.strip().endswith("gpt2-conformance run: interrupted"), err
+    assert "Traceback" not in err, err
+    assert time.monotonic() - start < 15
+    time.sleep(0.5)
+    assert not children()

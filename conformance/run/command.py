@@ -54,6 +54,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    runner.STOPPING.clear()  # a run interrupted earlier in this process is over
     if not args.timeout > 0:
         return _usage(f"--timeout must be > 0, got {args.timeout}")
     if args.seed is not None and not args.thorough:
@@ -262,11 +263,16 @@ def _run_all(args) -> int:
     with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
         futures = {name: pool.submit(_judge_named, name, args, log_dir, at_once)
                    for name in schedule.order(todo, args.device)}  # longest first: run/schedule.py
-        for name in todo:  # the registry's order: the output does not depend on which finishes first
-            result = futures[name].result()
-            print(report.scorecard(result), flush=True)
-            _write_reports(result, args)
-            results.append(result)
+        try:
+            for name in todo:  # the registry's order: the output does not depend on which finishes first
+                result = futures[name].result()
+                print(report.scorecard(result), flush=True)
+                _write_reports(result, args)
+                results.append(result)
+        except KeyboardInterrupt:  # no backend starts after it, the running ones end (runner.STOPPING)
+            runner.STOPPING.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     schedule.record({r.backend: r.duration for r in results if not r.error}, args.device)
     print("\n" + report.matrix(results, missing))
     print("\n" + ("parity: not computed, --case runs part of the suite" if args.case else

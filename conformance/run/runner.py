@@ -37,6 +37,9 @@ SUITE = "gpt2_conformance.suite"
 DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
 HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeout) before the watchdog
                   # kills a child stuck in native code, where pytest-timeout's signal cannot reach
+# Set on Ctrl-C: no child starts after it and each running one is ended. Without it `run --backend
+# all` went on for minutes after a Ctrl-C, starting child after child for the backends left.
+STOPPING = threading.Event()
 # Every suite run, in this process or a child: --tb=native keeps every failure's whole traceback,
 # formatted as Python does; pytest's own styles parse the source file of every traceback entry
 # (hypothesis' included) for each failure, a tenth of a failing implementation's run, for output the
@@ -201,8 +204,12 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
         # the parity fingerprint: computed by whichever shard finishes its tests first
         claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
         args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
-        passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars),
-                               args))
+        try:
+            passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock,
+                                                     child_vars), args))
+        except KeyboardInterrupt:
+            STOPPING.set()
+            raise
     outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
     error = next((p.error for p in passes if p.error), "")
     # the shard that computed the fingerprint; else one that says why it is missing
@@ -241,6 +248,9 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
     with tempfile.TemporaryDirectory(prefix="gpt2c-", ignore_cleanup_errors=True) as tmp:
         env.update(machine.child_temp_env(os.path.join(tmp, "tmp")))  # an adapter's files go with the shard
         for attempt in range(1000):  # each pass finishes >= 1 test or the session, or stops
+            if STOPPING.is_set():  # not a crash to run the rest after: the user stopped the run
+                out.error = "interrupted"
+                break
             events = os.path.join(tmp, f"events-{attempt}.jsonl")
             deselect = [a for nodeid in out.outcomes for a in ("--deselect", nodeid)]
             cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
@@ -283,8 +293,8 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
 
 
 def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
-    """Wait for the child; kill it if the events file shows no progress for `limit` s.
-    Returns True when it was killed for hanging."""
+    """Wait for the child; kill it if the events file shows no progress for `limit` s, end it
+    once the run is interrupted (STOPPING). Returns True when it was killed for hanging."""
     last_size, last_change = -1, time.monotonic()
     while True:
         try:
@@ -292,6 +302,10 @@ def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
             return False
         except subprocess.TimeoutExpired:
             pass
+        if STOPPING.is_set():
+            child.terminate()
+            child.wait()
+            return False
         size = os.path.getsize(events) if os.path.exists(events) else 0
         if size != last_size:
             last_size, last_change = size, time.monotonic()
