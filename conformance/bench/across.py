@@ -17,17 +17,16 @@ row's own code slowing down moves it, not its limit).
 
 from __future__ import annotations
 
-import json
 import statistics
 
+from gpt2_conformance.bench.compare import read_bench_json
 from gpt2_conformance.bench.processes import cross_process_spread_pct
 
 AGREE_PCT = (10.0, 20.0)
 
 
 def _rows(path: str) -> dict[str, dict]:
-    with open(path) as f:
-        data = json.load(f)
+    data = read_bench_json(path)
     out = {}
     for b in data.get("benchmarks", []):
         extra = b.get("extra_info") or {}

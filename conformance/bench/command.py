@@ -277,11 +277,21 @@ def run(args) -> int:
             print(f"gpt2-conformance bench: error: --across needs two or more bench.json files"
                   f"{'; not found: ' + ', '.join(missing) if missing else ''}", file=sys.stderr)
             return 2
-        print(across.render(args.across))
+        try:
+            print(across.render(args.across))
+        except compare_mod.BenchFileError as exc:
+            print(f"gpt2-conformance bench: error: --across {exc}", file=sys.stderr)
+            return 2
         return 0
     if args.compare and not os.path.exists(args.compare):
         print(f"gpt2-conformance bench: error: no baseline {args.compare}", file=sys.stderr)
         return 2
+    if args.compare:  # read before anything is timed: a full run is an hour
+        try:
+            compare_mod.load(args.compare)
+        except compare_mod.BenchFileError as exc:
+            print(f"gpt2-conformance bench: error: --compare {exc}", file=sys.stderr)
+            return 2
     start = time.perf_counter()
     other_load = timing.OtherLoad()
     try:
@@ -345,7 +355,7 @@ def run(args) -> int:
                 print(f"confirm: judged again on all their processes, {len(regressions)} of the {first} row(s) "
                       "still REGRESSED", flush=True)
         print(compare_mod.report(regressions, changes, missing, new, args.fail_above))
-        if regressions:
+        if regressions or not changes:  # a gate that matched no row judged nothing: it must not pass
             code = 1
     print(f"bench: {time.perf_counter() - start:.0f} s")
     return code

@@ -101,9 +101,35 @@ def timed(data: dict) -> dict[str, Timed]:
     return out
 
 
+class BenchFileError(ValueError):
+    """A file given as a bench.json that is not one (its path and what is wrong, in one line)."""
+
+
+def read_bench_json(path: str) -> dict:
+    """A bench.json (pytest-benchmark's format, as `bench --out-dir` writes it), checked: every
+    benchmark has a name and a median. Anything else is a BenchFileError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise BenchFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise BenchFileError(f"{path}: not valid JSON ({exc})") from None
+    benchmarks = data.get("benchmarks") if isinstance(data, dict) else None
+    if not isinstance(benchmarks, list):
+        hint = (" (bench-results.json is the raw output: use bench.json beside it)" if isinstance(data, dict)
+                and "results" in data else " (a conformance report is not a bench run)" if isinstance(data, dict)
+                and "clauses" in data else "")
+        raise BenchFileError(f"{path}: not a bench.json: no 'benchmarks' list{hint}")
+    for b in benchmarks:
+        if not (isinstance(b, dict) and (b.get("fullname") or b.get("name"))
+                and isinstance(b.get("stats"), dict) and isinstance(b["stats"].get("median"), (int, float))):
+            raise BenchFileError(f"{path}: not a bench.json: a benchmark without a name or a numeric stats.median")
+    return data
+
+
 def load(path: str) -> dict[str, Timed]:
-    with open(path) as f:
-        return timed(json.load(f))
+    return timed(read_bench_json(path))
 
 
 def judge(name: str, baseline: Timed, current: Timed, fail_above: float) -> Change:
@@ -196,4 +222,7 @@ def report(regressions, changes, missing, new, fail_above: float) -> str:
                      "they pass, but they say nothing either way")
     if regressions:
         lines.append("compare: FAILED: " + "; ".join(f"{c.name} {c.pct:+.1f}%" for c in regressions))
+    elif not changes:
+        lines.append("compare: FAILED: no row of this run is in the baseline, so nothing was judged (compare runs "
+                     "of the same workloads, modes and sizes)")
     return "\n".join(lines)

@@ -170,3 +170,30 @@ def test_the_child_finds_a_users_module_from_the_users_folder(tmp_path, monkeypa
     assert command._child_pythonpath().split(os.pathsep) == [str(tmp_path), "/opt/lib"]
     monkeypatch.delenv("PYTHONPATH")
     assert command._child_pythonpath() == str(tmp_path)
+
+
+@pytest.mark.parametrize("content, says", [
+    ('{"format": "gpt2-conformance-report/2", "clauses": []}', "a conformance report is not a bench run"),
+    ('{"meta": {}, "results": []}', "bench-results.json is the raw output: use bench.json beside it"),
+    ("not json", "not valid JSON"),
+    ('{"benchmarks": [{"name": "x", "stats": {}}]}', "a benchmark without a name or a numeric stats.median"),
+])
+def test_a_baseline_that_is_not_a_bench_json_is_refused_before_timing(tmp_path, monkeypatch, capsys, content, says):
+    """--compare once timed the whole run (an hour in full) before reading its baseline; --across
+    ended in a traceback."""
+    monkeypatch.setattr(command, "run_child", lambda *a, **k: pytest.fail("a backend was timed"))
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(content)
+    assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline))) == 2
+    assert f"--compare {baseline}: " in (err := capsys.readouterr().err) and says in err
+    assert command.run(bench_args(tmp_path, "--across", str(baseline), str(baseline))) == 2
+    assert f"--across {baseline}: " in (err := capsys.readouterr().err) and says in err
+
+
+def test_a_gate_that_matched_no_row_fails(tmp_path, monkeypatch, capsys):
+    """A baseline of other workloads: nothing judged, so the gate cannot pass (it passed, exit 0)."""
+    monkeypatch.setattr(command, "run_child", lambda request, log_dir, timeout: child_result(median=0.010))
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"benchmarks": [{"name": "test_other[numpy-suite]", "stats": {"median": 0.01}}]}))
+    assert command.run(bench_args(tmp_path, "--quick", "--compare", str(baseline), "--confirm", "0")) == 1
+    assert "compare: FAILED: no row of this run is in the baseline, so nothing was judged" in capsys.readouterr().out
