@@ -114,8 +114,16 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def bad_args(args, names: list[str]) -> str | None:
-    """What is wrong with these options for these backends (one line), or None. Each of these
-    once started a run that timed nothing, or something other than what was asked."""
+    """What is wrong with these options for these backends (one line), or None, found before
+    anything is timed (a full run is an hour). Each of these once started a run that timed
+    nothing, or something other than what was asked, or failed only at its end."""
+    if args.compare and not os.path.exists(args.compare):
+        return f"no baseline {args.compare}"
+    if args.compare:
+        try:
+            compare_mod.load(args.compare)
+        except compare_mod.BenchFileError as exc:
+            return f"--compare {exc}"
     if args.fail_above is not None and args.fail_above < 0:
         return f"--fail-above {args.fail_above}: must be >= 0"
     if args.processes < 1:
@@ -134,7 +142,7 @@ def bad_args(args, names: list[str]) -> str | None:
         if unknown:
             return (f"--mode {unknown[0]}: no backend timed here has it; modes: "
                     + "; ".join(f"{n}: {', '.join(modes)}" for n, modes in known.items()))
-    return None
+    return _unusable_adapter(names)
 
 
 def _unusable_adapter(names: list[str]) -> str | None:
@@ -283,15 +291,6 @@ def run(args) -> int:
             print(f"gpt2-conformance bench: error: --across {exc}", file=sys.stderr)
             return 2
         return 0
-    if args.compare and not os.path.exists(args.compare):
-        print(f"gpt2-conformance bench: error: no baseline {args.compare}", file=sys.stderr)
-        return 2
-    if args.compare:  # read before anything is timed: a full run is an hour
-        try:
-            compare_mod.load(args.compare)
-        except compare_mod.BenchFileError as exc:
-            print(f"gpt2-conformance bench: error: --compare {exc}", file=sys.stderr)
-            return 2
     start = time.perf_counter()
     other_load = timing.OtherLoad()
     try:
@@ -299,7 +298,7 @@ def run(args) -> int:
     except LookupError as exc:
         print(f"gpt2-conformance bench: error: {exc}", file=sys.stderr)
         return 2
-    problem = bad_args(args, names) or _unusable_adapter(names)
+    problem = bad_args(args, names)
     if problem:
         print(f"gpt2-conformance bench: error: {problem}", file=sys.stderr)
         return 2

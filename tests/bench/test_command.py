@@ -151,7 +151,8 @@ def test_a_mode_of_one_selected_backend_is_accepted(tmp_path):
     args = bench_args(tmp_path, "--mode", "compile")
     args.backend = ["numpy", "torch"]
     assert command.bad_args(args, ["numpy", "torch"]) is None
-    assert command.bad_args(args, ["numpy", "pkg.mod:factory"]) is None  # its modes are known in its child only
+    spec = "gpt2_conformance.backends.numpy.adapter:NumpyAdapter"
+    assert command.bad_args(args, ["numpy", spec]) is None  # a module:factory's modes are known in its child only
 
 
 def test_an_adapter_spec_that_is_not_an_adapter_is_refused_before_any_child(tmp_path, monkeypatch, capsys):
