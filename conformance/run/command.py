@@ -55,8 +55,15 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     runner.STOPPING.clear()  # a run interrupted earlier in this process is over
-    if not args.timeout > 0:
-        return _usage(f"--timeout must be > 0, got {args.timeout}")
+    if not 0 < args.timeout < float("inf"):  # nan and inf too: the watchdog needs a number
+        return _usage(f"--timeout must be > 0 and finite, got {args.timeout}")
+    if args.checkpoint:  # missing, or of no format we read: said here (a checkpoint that reads badly is ERROR)
+        from gpt2_conformance.golden import readers
+
+        try:
+            readers.detect_format(readers.resolve_folder(args.checkpoint))
+        except readers.CheckpointError as exc:
+            return _usage(f"--checkpoint {exc}")
     if args.seed is not None and not args.thorough:
         return _usage("--seed replays a thorough run: add --thorough")
     if args.thorough and args.seed is None:
