@@ -35,9 +35,20 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    """A --gpt2c-backend that cannot run is a usage error here, one line, before collection (the
-    suite's own hooks find out at collection, where pytest prints it as a collection error with
-    two tracebacks). Only when the option is given; the check imports no framework."""
+    """A --gpt2c-backend that cannot run, or a --gpt2c-checkpoint that is missing or of no format
+    the suite reads, is a usage error here, one line, before collection (the suite's own hooks
+    find out at collection, where pytest prints it as a collection error with two tracebacks, or
+    in each GOLDEN test). Only when the option is given; the checks import no framework."""
+    checkpoint = config.getoption("--gpt2c-checkpoint", None)
+    if checkpoint:
+        import pytest
+
+        from gpt2_conformance.golden import readers
+
+        try:
+            readers.detect_format(readers.resolve_folder(checkpoint))
+        except readers.CheckpointError as exc:
+            raise pytest.UsageError(f"gpt2-conformance: --gpt2c-checkpoint {exc}") from None
     name = config.getoption("--gpt2c-backend", None)
     if not name or ":" in name or config.getoption("--gpt2c-adapter", None):
         return

@@ -47,7 +47,7 @@ def test_waived_failures_are_xfail_and_stale_waivers_fail(tmp_path):
     assert code == 1 and "STALE WAIVER: BOUNDS-POSITION" in out, out[-2000:]
 
 
-def test_a_backend_that_cannot_run_is_one_usage_line(tmp_path, monkeypatch):
+def test_a_backend_or_checkpoint_that_cannot_run_is_one_usage_line(tmp_path, monkeypatch):
     """--gpt2c-backend with an unknown name, or one whose framework is missing: pytest's own usage
     error, one line, before collection (not a collection error with two tracebacks)."""
     out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p",
@@ -56,6 +56,11 @@ def test_a_backend_that_cannot_run_is_one_usage_line(tmp_path, monkeypatch):
     assert out.returncode == 4, out.stdout + out.stderr
     assert "ERROR: gpt2-conformance: --gpt2c-backend 'nope': unknown backend; available: numpy," in out.stderr
     assert "Traceback" not in out.stdout + out.stderr and "ERROR collecting" not in out.stdout
+    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p",
+                          "no:cacheprovider", "--gpt2c-backend", "numpy", "--gpt2c-checkpoint", "nope.safetensors"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 4 and "ERROR: gpt2-conformance: --gpt2c-checkpoint nope.safetensors: no such file" \
+        in out.stderr, out.stdout + out.stderr
 
     from gpt2_conformance import pytest_plugin, registry
 
