@@ -55,37 +55,42 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     runner.STOPPING.clear()  # a run interrupted earlier in this process is over
-    if not 0 < args.timeout < float("inf"):  # nan and inf too: the watchdog needs a number
-        return _usage(f"--timeout must be > 0 and finite, got {args.timeout}")
-    if args.checkpoint:  # missing, or of no format we read: said here (a checkpoint that reads badly is ERROR)
-        from gpt2_conformance.golden import readers
-
-        try:
-            readers.detect_format(readers.resolve_folder(args.checkpoint))
-        except readers.CheckpointError as exc:
-            return _usage(f"--checkpoint {exc}")
-    if args.seed is not None and not args.thorough:
-        return _usage("--seed replays a thorough run: add --thorough")
+    problem = _bad_args(args)
+    if problem:
+        return _usage(problem)
     if args.thorough and args.seed is None:
         args.seed = random.randrange(2**32)  # one seed for every child of the run (shards, restarts, backends)
-    if args.jobs is not None and args.jobs < 1:
-        return _usage(f"--jobs must be >= 1, got {args.jobs}")
-    for case in args.case:
-        problem = _unknown_case(case)
-        if problem:
-            return _usage(problem)
     if args.backend == "all":
         return _run_all(args)
     name = args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
-    except (ImportError, LookupError, ValueError, TypeError) as exc:  # WaiverFileError is a ValueError; TypeError: not an adapter
+    except (ImportError, LookupError, ValueError, TypeError) as exc:  # bad waivers: ValueError; no adapter: TypeError
         return _usage(str(exc), args)
     except TimeoutError as exc:  # the adapter's module hung at import: it could not run
         print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
         _drop_empty_log_dir(args)
         return res.EXIT_FAIL
     return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
+
+
+def _bad_args(args) -> str | None:
+    """What is wrong with the command line (one line), found before any child starts; the
+    backend's own name, waivers and adapter are checked next, by _waivers."""
+    if not 0 < args.timeout < float("inf"):  # nan and inf too: the watchdog needs a number
+        return f"--timeout must be > 0 and finite, got {args.timeout}"
+    if args.seed is not None and not args.thorough:
+        return "--seed replays a thorough run: add --thorough"
+    if args.jobs is not None and args.jobs < 1:
+        return f"--jobs must be >= 1, got {args.jobs}"
+    if args.checkpoint:  # missing, or of no format read here (one of a known format that reads badly is ERROR)
+        from gpt2_conformance.golden import readers
+
+        try:
+            readers.detect_format(readers.resolve_folder(args.checkpoint))
+        except readers.CheckpointError as exc:
+            return f"--checkpoint {exc}"
+    return next(filter(None, map(_unknown_case, args.case)), None)
 
 
 def _unknown_case(case: str) -> str | None:
