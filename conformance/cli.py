@@ -75,8 +75,8 @@ def run(args) -> int:
             print(f"{name}  plug-in")
             continue
         lacking = registry.missing_framework(name)
-        hint = f"pip install 'gpt2-conformance[{found.extra}]'" if found.extra else "reinstall gpt2-conformance"
-        state = "installed" if lacking is None else f"not installed: {lacking} missing ({hint})"
+        install = registry.install_command(found)
+        state = "installed" if lacking is None else f"not installed: {lacking} missing ({install})"
         print(f"{name:<22} {found.kind:<10} {state}")
     return 0
 

@@ -61,7 +61,5 @@ def pytest_configure(config):
                                 f"{', '.join(registry.available())} (or --gpt2c-adapter package.module:factory)")
     lacking = registry.missing_framework(name)
     if lacking:
-        entry = registry.entry(name)
-        hint = f": pip install 'gpt2-conformance[{entry.extra}]'" if entry is not None and entry.extra else ""
         raise pytest.UsageError(f"gpt2-conformance: --gpt2c-backend {name!r} needs {lacking}, which is not "
-                                f"installed{hint}")
+                                f"installed: {registry.install_command(registry.entry(name))}")

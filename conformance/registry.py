@@ -91,12 +91,17 @@ def load_object(spec: str):
     return obj
 
 
+def install_command(entry: Backend) -> str:
+    """What installs a built-in backend's frameworks: its pyproject extra, else the suite itself."""
+    return f"pip install 'gpt2-conformance[{entry.extra}]'" if entry.extra else "reinstall gpt2-conformance"
+
+
 def _install_hint(exc: ImportError) -> str:
     """For a built-in backend's missing framework: the extra that installs it."""
     missing = (getattr(exc, "name", "") or "").split(".")[0]
     for e in builtin().values():
         if missing and missing in e.requires and e.extra:
-            return f" (pip install 'gpt2-conformance[{e.extra}]')"
+            return f" ({install_command(e)})"
     return ""
 
 

@@ -161,8 +161,7 @@ def _waivers(name: str, args, log_dir: str) -> list:
         else:
             lacking = registry.missing_framework(name)
             if lacking:
-                hint = f"pip install 'gpt2-conformance[{found.extra}]'" if found.extra else "reinstall gpt2-conformance"
-                raise ImportError(f"backend {name}: {lacking} is not installed ({hint})")
+                raise ImportError(f"backend {name}: {lacking} is not installed ({registry.install_command(found)})")
         path = args.waivers or registry.waivers_file(name)
     else:
         with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
