@@ -46,7 +46,7 @@ def pytest_configure(config):
         from gpt2_conformance.golden import readers
 
         try:
-            readers.detect_format(readers.resolve_folder(checkpoint))
+            readers.format_of(checkpoint)
         except readers.CheckpointError as exc:
             raise pytest.UsageError(f"gpt2-conformance: --gpt2c-checkpoint {exc}") from None
     name = config.getoption("--gpt2c-backend", None)

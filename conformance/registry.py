@@ -112,6 +112,12 @@ def resolve(name_or_spec: str):
     return _claiming(name_or_spec, find(name_or_spec))
 
 
+def load_adapter(spec: str):
+    """The adapter factory an --adapter "module:factory" spec names, checked as resolve checks
+    it; any other form is a ValueError (resolve would look it up as a backend name)."""
+    return _claiming(spec, load_object(spec))
+
+
 def find(name_or_spec: str):
     """The object a backend name or "module:factory" spec names, unchecked (`upstream` reads only
     its WAIVERS)."""

@@ -292,6 +292,12 @@ def _load_float32(path: str, info: TensorInfo) -> np.ndarray:
     return array
 
 
+def format_of(path: str) -> str:
+    """The format of the checkpoint at `path` (a file, a TF prefix or a folder holding one), read
+    without loading it: a CheckpointError where it is missing or of no format read here."""
+    return detect_format(resolve_folder(path))
+
+
 def load_checkpoint(path: str, fmt: str | None = None) -> Checkpoint:
     """wte and wpe of a GPT-2 checkpoint, float32 and C-contiguous, after every check above."""
     path = resolve_folder(path)

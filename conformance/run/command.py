@@ -87,7 +87,7 @@ def _bad_args(args) -> str | None:
         from gpt2_conformance.golden import readers
 
         try:
-            readers.detect_format(readers.resolve_folder(args.checkpoint))
+            readers.format_of(args.checkpoint)
         except readers.CheckpointError as exc:
             return f"--checkpoint {exc}"
     return next(filter(None, map(_unknown_case, args.case)), None)
@@ -166,8 +166,7 @@ def _waivers(name: str, args, log_dir: str) -> list:
     else:
         with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
                 _bounded(args.timeout, f"importing the adapter {spec}"):
-            # checked here, in one line: in the child a factory without claims cost every clause
-            factory = registry.resolve(spec) if ":" in spec else registry.load_object(spec)  # the latter: form error
+            factory = registry.load_adapter(spec)  # checked here: in the child, no claims cost every clause
         path = args.waivers or registry.waivers_file(spec, factory)
     return waivers.load(path) if path else []
 
