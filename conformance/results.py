@@ -13,6 +13,7 @@ STATUSES = (PASS, FAIL, WAIVED, NOT_CLAIMED, SKIPPED, ERROR)
 NOT_CLAIMED_PREFIX = "not claimed: "  # skip reasons for missing capabilities
 UNAVAILABLE_PREFIX = "unavailable: "  # skip reasons for the environment (no GPU, ...)
 SUITE_ERROR_PREFIX = "suite error: "  # a failure of the suite's own (missing data, a suite bug)
+UNKNOWN_CASE_PREFIX = "gpt2-conformance: --gpt2c-case "  # the child's refusal of a --case it did not collect
 REPORT_FORMAT = "gpt2-conformance-report/2"  # the JSON layout below; `merge` checks it
 
 # Exit codes of `run` (and `golden`): one meaning each, so a CI gate can tell them apart

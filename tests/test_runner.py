@@ -175,6 +175,24 @@ def test_cli_bad_input_is_a_clear_error(args, message):
     assert out.returncode == 2 and message in out.stderr, (out.returncode, out.stderr)
 
 
+def test_case_with_unknown_parameters_is_a_usage_error(tmp_path):
+    """The brackets of a --case exist only once the suite is collected, so the child refuses
+    them; the command still ends as a usage error (exit 2), with close cases named, no reports
+    and no folder left behind. A good --case leaves its one log folder."""
+    out = _cli("run", "--backend", "numpy", "--case", "test_lookup.py::test_positions_are_table_rows[1022]",
+               temp=tmp_path)
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    assert out.stderr.startswith("gpt2-conformance: error: --case 'test_lookup.py::test_positions_are_table_rows"
+                                 "[1022]' names no test of the suite; did you mean "
+                                 "'test_lookup.py::test_positions_are_table_rows[1023]'"), out.stderr
+    assert "SKIPPED" not in out.stdout and not list(tmp_path.glob("gpt2-conformance-*"))
+    out = _cli("run", "--backend", "numpy", "--case", "test_lookup.py::test_positions_are_table_rows[1023]",
+               temp=tmp_path)
+    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
+    (folder,) = tmp_path.glob("gpt2-conformance-*")  # one: the folder was once made twice, one left empty
+    assert [p.name for p in folder.iterdir()] == ["gpt2-conformance-numpy-cpu.log"]
+
+
 def test_pytest_without_backend_is_a_usage_error():
     out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p", "no:cacheprovider"],
                          capture_output=True, text=True)

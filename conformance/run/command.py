@@ -71,7 +71,7 @@ def run(args) -> int:
         print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
         _drop_empty_log_dir(args)
         return res.EXIT_FAIL
-    return _run_one(name, args, waiver_list, _log_dir(args)).exit_code
+    return _run_one(name, args, waiver_list, _log_dir(args))
 
 
 def _bad_args(args) -> str | None:
@@ -138,7 +138,9 @@ def _log_dir(args) -> str:
     if args.report_dir:
         os.makedirs(args.report_dir, exist_ok=True)
         return args.report_dir
-    return _LOG_DIRS.setdefault(id(args), tempfile.mkdtemp(prefix="gpt2-conformance-"))
+    if id(args) not in _LOG_DIRS:  # made once: the command asks for its folder more than once
+        _LOG_DIRS[id(args)] = tempfile.mkdtemp(prefix="gpt2-conformance-")
+    return _LOG_DIRS[id(args)]
 
 
 def _spec_of(name: str, args) -> str | None:
@@ -191,14 +193,25 @@ def _bounded(seconds: float, what: str):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _run_one(name: str, args, waiver_list: list, log_dir: str) -> res.SuiteResult:
+def _run_one(name: str, args, waiver_list: list, log_dir: str) -> int:
     """One backend: its suite split over --jobs child processes (default: the cores)."""
     # --case: one child. A test lands in one shard only, and a shard left with no --case test
     # errored ("names no test of the suite"), failing the replay of a test that passed
     result = _judge(name, args, waiver_list, log_dir, shards=1 if args.case else (args.jobs or cores()))
+    refused = _refused_case(result)
+    if refused:  # nothing ran: no reports, and the log holds only the refusal
+        os.remove(result.log_path)
+        return _usage(refused, args)
     print(report.scorecard(result), flush=True)
     _write_reports(result, args)
-    return result
+    return result.exit_code
+
+
+def _refused_case(result: res.SuiteResult) -> str | None:
+    """The child's refusal of a --case whose brackets name no collected test (the command line
+    checked the file and the function; the parameters exist only once the suite is collected)."""
+    line = next((line for line in (result.error or "").splitlines() if res.UNKNOWN_CASE_PREFIX in line), None)
+    return "--case " + line.split(res.UNKNOWN_CASE_PREFIX, 1)[1] if line else None
 
 
 def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:

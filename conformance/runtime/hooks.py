@@ -9,11 +9,13 @@ collects the suite; the options are gpt2_conformance/pytest_plugin.py's.
 
 from __future__ import annotations
 
+import difflib
+
 import pytest
 
 from gpt2_conformance import spec
 from gpt2_conformance.api.adapter import capabilities_of
-from gpt2_conformance.results import NOT_CLAIMED_PREFIX, UNAVAILABLE_PREFIX
+from gpt2_conformance.results import NOT_CLAIMED_PREFIX, UNAVAILABLE_PREFIX, UNKNOWN_CASE_PREFIX
 from gpt2_conformance.runtime.verdicts import classify
 
 
@@ -82,6 +84,18 @@ def pytest_collection_modifyitems(config, items):
         _keep_cases(config, items, cases)
 
 
+def _closest_cases(case: str, nodeids: list[str]) -> str:
+    """"; did you mean ...?" among the same test's cases (or all tests), else where to copy one from."""
+    function = case.split("[")[0]
+    same_test = [n for n in nodeids if n.split("[")[0] == function or n.split("[")[0].endswith("/" + function)]
+    close = difflib.get_close_matches(case, same_test or nodeids, n=3, cutoff=0.3 if same_test else 0.6)
+    if close:
+        return f"; did you mean {' or '.join(map(repr, close))}?"
+    if same_test:
+        return f"; its cases: {', '.join(map(repr, same_test[:8]))}" + (" ..." if len(same_test) > 8 else "")
+    return " (copy the nodeid from a report, e.g. 'test_bounds.py::test_too_long_raises')"
+
+
 def _keep_cases(config, items, cases: list[str]) -> None:
     """--gpt2c-case NODEID: only those tests (a node id as the reports write it, relative to the
     suite's folder), so one FAIL of a report replays alone, with the same draws."""
@@ -90,8 +104,8 @@ def _keep_cases(config, items, cases: list[str]) -> None:
 
     unknown = [c for c in cases if not any(wanted(i, c) for i in items)]
     if unknown:
-        raise pytest.UsageError(f"gpt2-conformance: --gpt2c-case {unknown[0]!r} names no test of the suite "
-                                "(copy the nodeid from a report, e.g. 'test_bounds.py::test_too_long_raises')")
+        raise pytest.UsageError(f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} names no test of the suite"
+                                + _closest_cases(unknown[0], [i.nodeid for i in items]))
     keep = [i for i in items if any(wanted(i, c) for c in cases)]
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
