@@ -25,6 +25,7 @@ from gpt2_conformance.bench import native
 BRIDGE = "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"
 NATIVE = "native hooks: the framework's tensors put on the device once, its own sync, no numpy in the call"
 OWN_CHECK = "the implementation's own (see its scorecard)"
+MODE_NAMES = ("native", "bridge")  # every mode these hooks can offer: native only where the adapter brings hooks
 
 
 class AdapterHooks:
@@ -34,7 +35,7 @@ class AdapterHooks:
         self.spec = spec
         self.factory = registry.resolve(spec)
         self.native = native.has_native(self.factory)
-        self.MODES = ({"native": NATIVE} if self.native else {}) | {"bridge": BRIDGE}
+        self.MODES = ({"native": NATIVE} if self.native else {}) | {"bridge": BRIDGE}  # MODE_NAMES
         self.SUITE_MODE = "bridge"
         self.FASTEST_MODE = "native" if self.native else "bridge"
         self.CHECK = {m: OWN_CHECK for m in self.MODES}

@@ -172,7 +172,9 @@ def modes_named(backend: str) -> list[str]:
     try:
         return workloads.modes_of(backend)
     except LookupError:
-        return ["native", "bridge"]
+        from gpt2_conformance.bench.adapter_hooks import MODE_NAMES
+
+        return list(MODE_NAMES)
 
 
 def argparse_bool():
