@@ -89,7 +89,8 @@ def test_readme_anchors_name_its_headings():
 
 
 @pytest.mark.parametrize("doc", ["README.md", "reports/README.md", "reports/parity.md", "reports/thirdparty.md",
-                                 "reports/kill-matrix.md", "reports/bench/README.md", "examples/README.md"])
+                                 "reports/kill-matrix.md", "reports/bench/README.md", "reports/performance.md",
+                                 "examples/README.md"])
 def test_relative_links_resolve(doc):
     path = ROOT / doc
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", path.read_text()):
