@@ -10,6 +10,7 @@
     gpt2-conformance merge FILE.json... [--out-dir DIR]   # one matrix, parity, bench table, scoreboard.html
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance list [--long]   # backend names (--long: what they are, whether installed)
+    gpt2-conformance --version       # the package and the spec version its verdicts are against
 
 Exit codes (gpt2_conformance.results): 0 every claimed clause passed (or failed with a waiver);
 1 a clause failed, a waiver is stale (its clause passed), or the backend could not run; 2 bad
@@ -41,6 +42,7 @@ COMMANDS = {
 
 def _parser(modules: dict) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpt2-conformance", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in modules.items():
         if module is sys.modules[__name__]:  # this module (also when run as __main__)
@@ -51,6 +53,19 @@ def _parser(modules: dict) -> argparse.ArgumentParser:
         elif name not in {p for p in sub.choices}:
             module.add_parser(sub)
     return parser
+
+
+def _version() -> str:
+    """`gpt2-conformance 0.1.0 (spec 1.3)`: the package and the spec its verdicts are against."""
+    from importlib import metadata
+
+    from gpt2_conformance.spec import SPEC_VERSION
+
+    try:
+        package = metadata.version("gpt2-conformance")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        package = "(not installed)"
+    return f"gpt2-conformance {package} (spec {SPEC_VERSION})"
 
 
 _OWN_HELP = {"spec": "print the spec (SPEC.md) generated from the clause registry",

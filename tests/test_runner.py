@@ -409,6 +409,18 @@ def test_run_all_with_case_prints_no_parity_table(tmp_path, monkeypatch, capsys)
     assert "max abs diff" not in out
 
 
+def test_version_names_the_package_and_the_spec(capsys):
+    """What a bug report or a CI log needs: which release judged, against which spec version."""
+    from importlib import metadata
+
+    from gpt2_conformance import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"gpt2-conformance {metadata.version('gpt2-conformance')} (spec {spec.SPEC_VERSION})\n"
+
+
 def test_a_reader_that_leaves_early_is_no_traceback():
     """`gpt2-conformance list --long | head -1`: the reader is gone before the writer is done. Here
     it is gone before the first write (a pipe with its reading end closed), so every write breaks."""
