@@ -154,6 +154,7 @@ def test_cli_nothing_claimed_exits_3(tmp_path):
     (["run", "--adapter", "no_such_module_x:f"], "cannot import 'no_such_module_x'"),
     (["run", "--backend", "numpy", "--timeout", "0"], "--timeout must be > 0"),
     (["run", "--backend", "numpy", "--timeout", "inf"], "--timeout must be > 0 and finite, got inf"),
+    (["run", "--backend", "numpy", "--durations", "-1"], "--durations must be >= 0, got -1"),
     (["run", "--backend", "numpy", "--checkpoint", "/no/such/model.safetensors"],
      "--checkpoint /no/such/model.safetensors: no such file"),
     (["run", "--backend", "numpy", "--checkpoint", __file__], "unknown checkpoint format"),
@@ -197,6 +198,20 @@ def test_pytest_without_backend_is_a_usage_error():
     out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p", "no:cacheprovider"],
                          capture_output=True, text=True)
     assert out.returncode == 4 and "pass --backend NAME" in out.stdout + out.stderr
+
+
+def test_durations_lists_the_slowest_tests_with_their_clause():
+    from gpt2_conformance.run import report
+
+    outcomes = [res.TestOutcome("test_init.py::test_wte_init", "INIT-WTE", "passed", duration=0.61),
+                res.TestOutcome("test_lookup.py::test_exact_sum", "LOOKUP-EXACT", "failed", "h differs", duration=2.5),
+                res.TestOutcome("test_shape.py::test_h_shape[cached]", "SHAPE-H", "passed", duration=0.02)]
+    result = res.SuiteResult("numpy", "cpu", spec.SPEC_VERSION, res.aggregate(outcomes), 3.0)
+    lines = report.slowest(result, 2).splitlines()
+    assert lines[0].startswith("  slowest 2 test(s) of numpy")
+    assert lines[1:] == ["      2.50 s  LOOKUP-EXACT               test_lookup.py::test_exact_sum (failed)",
+                         "      0.61 s  INIT-WTE                   test_init.py::test_wte_init (passed)"]
+    assert report.slowest(result, 10).count(" s  ") == 3
 
 
 def test_clause_with_no_test_is_the_suites_error_not_a_pass():

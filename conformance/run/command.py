@@ -49,6 +49,8 @@ def add_parser(sub) -> None:
                      "minimised: the same verdicts, sooner where clauses fail")
     run.add_argument("--case", action="append", default=[], metavar="NODEID",
                      help="run only this test (repeatable): the nodeid a report's repro line names")
+    run.add_argument("--durations", type=int, default=0, metavar="N", help="after each scorecard, its N slowest "
+                     "tests with their clause (where the verdict's time goes)")
     run.add_argument("--verbose", action="store_true", help="show the frameworks' own output (TensorFlow's "
                      "absl/oneDNN lines, ...) on the console; by default it goes to the run's log file")
 
@@ -83,6 +85,8 @@ def _bad_args(args) -> str | None:
         return "--seed replays a thorough run: add --thorough"
     if args.jobs is not None and args.jobs < 1:
         return f"--jobs must be >= 1, got {args.jobs}"
+    if args.durations < 0:
+        return f"--durations must be >= 0, got {args.durations}"
     if args.checkpoint:  # missing, or of no format read here (one of a known format that reads badly is ERROR)
         from gpt2_conformance.golden import readers
 
@@ -202,7 +206,7 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> int:
     if refused:  # nothing ran: no reports, and the log holds only the refusal
         os.remove(result.log_path)
         return _usage(refused, args)
-    print(report.scorecard(result), flush=True)
+    _print_scorecard(result, args)
     _write_reports(result, args)
     return result.exit_code
 
@@ -260,6 +264,12 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
                 test.repro = f"gpt2-conformance run {target}{options} --case {shlex.quote(case)}"
 
 
+def _print_scorecard(result: res.SuiteResult, args) -> None:
+    print(report.scorecard(result), flush=True)
+    if args.durations:
+        print(report.slowest(result, args.durations), flush=True)
+
+
 def _write_reports(result: res.SuiteResult, args) -> None:
     if args.report_dir:
         for path in report.write_all(result, args.report_dir):
@@ -289,7 +299,7 @@ def _run_all(args) -> int:
         try:
             for name in todo:  # the registry's order: the output does not depend on which finishes first
                 result = futures[name].result()
-                print(report.scorecard(result), flush=True)
+                _print_scorecard(result, args)
                 _write_reports(result, args)
                 results.append(result)
         except KeyboardInterrupt:  # no backend starts after it, the running ones end (runner.STOPPING)

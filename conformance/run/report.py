@@ -35,6 +35,17 @@ def scorecard(result: res.SuiteResult) -> str:
     return "\n".join(lines)
 
 
+def slowest(result: res.SuiteResult, count: int) -> str:
+    """The `count` slowest tests of a run, with their clause and outcome: where a verdict's time
+    went (each test's time is in the JSON report too)."""
+    tests = sorted((t for c in result.clauses for t in c.tests), key=lambda t: t.duration, reverse=True)[:count]
+    if not tests:
+        return ""
+    lines = [f"  slowest {len(tests)} test(s) of {result.backend} (shards run side by side, so they may add up to more than the run):"]
+    lines += [f"  {t.duration:8.2f} s  {t.clause:<26} {t.nodeid} ({t.outcome})" for t in tests]
+    return "\n".join(lines)
+
+
 def to_json(result: res.SuiteResult) -> str:
     return json.dumps(result.to_dict(), indent=2)
 
