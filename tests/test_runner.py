@@ -208,7 +208,7 @@ def test_durations_lists_the_slowest_tests_with_their_clause():
                 res.TestOutcome("test_shape.py::test_h_shape[cached]", "SHAPE-H", "passed", duration=0.02)]
     result = res.SuiteResult("numpy", "cpu", spec.SPEC_VERSION, res.aggregate(outcomes), 3.0)
     lines = report.slowest(result, 2).splitlines()
-    assert lines[0].startswith("  slowest 2 test(s) of numpy")
+    assert lines[0].startswith("  slowest 2 test(s) of numpy (shards run side by side")
     assert lines[1:] == ["      2.50 s  LOOKUP-EXACT               test_lookup.py::test_exact_sum (failed)",
                          "      0.61 s  INIT-WTE                   test_init.py::test_wte_init (passed)"]
     assert report.slowest(result, 10).count(" s  ") == 3

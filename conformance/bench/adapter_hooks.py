@@ -35,7 +35,7 @@ class AdapterHooks:
         self.spec = spec
         self.factory = registry.resolve(spec)
         self.native = native.has_native(self.factory)
-        self.MODES = ({"native": NATIVE} if self.native else {}) | {"bridge": BRIDGE}  # MODE_NAMES
+        self.MODES = ({"native": NATIVE} if self.native else {}) | {"bridge": BRIDGE}
         self.SUITE_MODE = "bridge"
         self.FASTEST_MODE = "native" if self.native else "bridge"
         self.CHECK = {m: OWN_CHECK for m in self.MODES}

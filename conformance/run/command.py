@@ -204,7 +204,8 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> int:
     result = _judge(name, args, waiver_list, log_dir, shards=1 if args.case else (args.jobs or cores()))
     refused = _refused_case(result)
     if refused:  # nothing ran: no reports, and the log holds only the refusal
-        os.remove(result.log_path)
+        if os.path.exists(result.log_path):
+            os.remove(result.log_path)
         return _usage(refused, args)
     _print_scorecard(result, args)
     _write_reports(result, args)
@@ -266,8 +267,9 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
 
 def _print_scorecard(result: res.SuiteResult, args) -> None:
     print(report.scorecard(result), flush=True)
-    if args.durations:
-        print(report.slowest(result, args.durations), flush=True)
+    slowest = report.slowest(result, args.durations) if args.durations else ""
+    if slowest:
+        print(slowest, flush=True)
 
 
 def _write_reports(result: res.SuiteResult, args) -> None:

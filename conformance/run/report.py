@@ -41,7 +41,8 @@ def slowest(result: res.SuiteResult, count: int) -> str:
     tests = sorted((t for c in result.clauses for t in c.tests), key=lambda t: t.duration, reverse=True)[:count]
     if not tests:
         return ""
-    lines = [f"  slowest {len(tests)} test(s) of {result.backend} (shards run side by side, so they may add up to more than the run):"]
+    lines = [f"  slowest {len(tests)} test(s) of {result.backend} (shards run side by side: they may add up to more "
+             "than the run)"]
     lines += [f"  {t.duration:8.2f} s  {t.clause:<26} {t.nodeid} ({t.outcome})" for t in tests]
     return "\n".join(lines)
 
