@@ -424,6 +424,57 @@ def test_run_all_with_case_prints_no_parity_table(tmp_path, monkeypatch, capsys)
     assert "max abs diff" not in out
 
 
+def test_case_leaves_the_waivers_of_clauses_it_did_not_run_alone(tmp_path):
+    """A replay of one test (a report's repro line) once exited 1 on every other waiver of a
+    third-party backend: each unselected clause counted as 'waived but did not fail (SKIPPED)'.
+    The waiver of the selected clause is still judged: it is stale when that clause passes."""
+    waivers = tmp_path / "waivers.toml"
+    waivers.write_text('[[waiver]]\nclause = "INIT-WPE"\nreason = "a test waiver"\n'
+                       'link = "https://example.com/src.py#L1"\n')
+    other = _cli("run", "--backend", "numpy", "--waivers", str(waivers), "--case",
+                 "test_lookup.py::test_positions_are_table_rows[1023]", temp=tmp_path)
+    assert other.returncode == 0 and "STALE WAIVER" not in other.stdout, other.stdout + other.stderr
+    same = _cli("run", "--backend", "numpy", "--waivers", str(waivers), "--case", "test_init.py::test_wpe_init",
+                temp=tmp_path)
+    assert same.returncode == 1 and "STALE WAIVER: INIT-WPE is waived" in same.stdout, same.stdout + same.stderr
+
+
+def test_run_all_with_unknown_brackets_is_one_usage_error(tmp_path, monkeypatch, capsys):
+    """The first backend's child refuses brackets that name no test; the others never start (they
+    once printed the same error in every scorecard, exit 1)."""
+    from gpt2_conformance import cli, registry
+
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", "torch"])
+    monkeypatch.setattr(registry, "missing_framework", lambda name: None)
+    code = cli.main(["run", "--backend", "all", "--case", "test_lookup.py::test_positions_are_table_rows[1022]",
+                     "--report-dir", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and "names no test of the suite; did you mean" in err, err
+    assert "torch" not in out and list(tmp_path.iterdir()) == []
+
+
+def test_run_all_with_brackets_judges_each_backend_once(tmp_path, monkeypatch, capsys):
+    from gpt2_conformance import cli, registry
+    from gpt2_conformance.run import command
+    from helpers.reports import suite_result
+
+    judged = []
+
+    def judge(name, args, log_dir, side_by_side=1):
+        judged.append(name)
+        return suite_result(name)
+
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", "torch", "jax"])
+    monkeypatch.setattr(registry, "missing_framework", lambda name: None)
+    monkeypatch.setattr(command, "_judge_named", judge)
+    code = cli.main(["run", "--backend", "all", "--case", "test_lookup.py::test_positions_are_table_rows[1023]",
+                     "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and judged[0] == "numpy" and sorted(judged) == ["jax", "numpy", "torch"]
+    cards = [line.split("backend ")[1].split()[0] for line in out.splitlines() if line.startswith("gpt2-conformance spec")]
+    assert cards == ["numpy", "torch", "jax"], "scorecards in the registry's order"
+
+
 def test_version_names_the_package_and_the_spec(capsys):
     """What a bug report or a CI log needs: which release judged, against which spec version."""
     from importlib import metadata

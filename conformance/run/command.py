@@ -240,6 +240,8 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
     for clause in result.clauses if args.case else ():
         if not clause.tests:  # not a suite error: the run was narrowed to other tests on purpose
             clause.status, clause.message = res.SKIPPED, "not selected (--case)"
+    if args.case:  # a waiver of a clause that was not run is neither used nor stale
+        waiver_list = [w for w in waiver_list if any(c.tests for c in result.clauses if c.clause.id == w.clause)]
     waivers.apply(result, waiver_list)
     _add_repro_lines(result, name, args)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
@@ -295,9 +297,15 @@ def _run_all(args) -> int:
     jobs = args.jobs or cores()
     at_once = max(1, min(jobs, len(todo) or 1))
     results = []
+    first = _first_case_run(todo[0], args, log_dir) if todo and any("[" in case for case in args.case) else None
+    if first is not None and _refused_case(first):
+        return _usage(_refused_case(first), args)
     with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
         futures = {name: pool.submit(_judge_named, name, args, log_dir, at_once)
-                   for name in schedule.order(todo, args.device)}  # longest first: run/schedule.py
+                   for name in schedule.order(todo, args.device) if not (first and name == first.backend)}
+        if first is not None:
+            futures[first.backend] = concurrent.futures.Future()
+            futures[first.backend].set_result(first)
         try:
             for name in todo:  # the registry's order: the output does not depend on which finishes first
                 result = futures[name].result()
@@ -314,6 +322,16 @@ def _run_all(args) -> int:
                   parity.table_from_fingerprints({r.backend: r.parity for r in results})))
     print(f"\nall backends: {time.perf_counter() - start:.0f} s with --jobs {jobs}")
     return res.combined_exit_code([r.exit_code for r in results])
+
+
+def _first_case_run(name: str, args, log_dir: str) -> res.SuiteResult:
+    """--case with brackets under --backend all: one backend first, alone. Only a collected suite
+    can tell whether the brackets name a test, and a refusal there would be every backend's (15
+    scorecards of the same error); it is the command line's error instead, before the rest start."""
+    result = _judge_named(name, args, log_dir)
+    if _refused_case(result) and os.path.exists(result.log_path):
+        os.remove(result.log_path)
+    return result
 
 
 def _judge_named(name: str, args, log_dir: str, side_by_side: int = 1) -> res.SuiteResult:
