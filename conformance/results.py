@@ -85,7 +85,7 @@ class SuiteResult:
     @property
     def exit_code(self) -> int:
         """0: every claimed clause passed (a waived deviation does not fail the gate); 1: a
-        clause failed, a waiver is stale (its clause did not fail), or the backend did not run; 4: no clause failed, but the suite could not
+        clause failed, a waiver is stale (its clause passed), or the backend did not run; 4: no clause failed, but the suite could not
         judge some (ERROR: its own data or code failed, not the implementation); 3: nothing was
         checked (every clause not claimed or skipped)."""
         counts = self.by_status()

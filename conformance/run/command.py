@@ -240,8 +240,6 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
     for clause in result.clauses if args.case else ():
         if not clause.tests:  # not a suite error: the run was narrowed to other tests on purpose
             clause.status, clause.message = res.SKIPPED, "not selected (--case)"
-    if args.case:  # a waiver of a clause that was not run is neither used nor stale
-        waiver_list = [w for w in waiver_list if any(c.tests for c in result.clauses if c.clause.id == w.clause)]
     waivers.apply(result, waiver_list)
     _add_repro_lines(result, name, args)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
