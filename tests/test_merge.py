@@ -369,6 +369,13 @@ def test_run_all_parity_table_comes_from_the_fingerprints(fingerprint):
                                       "| failed: exit code 1: ImportError |"]
 
 
+def test_a_fingerprint_not_computed_is_not_called_failed(fingerprint):
+    table = parity.table_from_fingerprints({"numpy": fingerprint,
+                                            "torch": {"error": "not computed: nothing was checked in this run"}})
+    assert table.splitlines()[3] == ("| torch | not computed: nothing was checked in this run | not computed: nothing "
+                                     "was checked in this run | not computed: nothing was checked in this run |")
+
+
 def test_columns_follow_the_registry_order_whatever_the_file_order(tmp_path, capsys):
     paths = [write(tmp_path, f"{name}.json", suite_result(name)) for name in ("my-plugin", "jax", "torch", "numpy")]
     code, err, doc = merge_files(paths, tmp_path, capsys)

@@ -475,6 +475,25 @@ def test_run_all_with_brackets_judges_each_backend_once(tmp_path, monkeypatch, c
     assert cards == ["numpy", "torch", "jax"], "scorecards in the registry's order"
 
 
+def test_run_all_with_no_fingerprint_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """`run --backend all --device gpu` where there is no GPU: nothing was checked, so no backend
+    has a fingerprint; one line says so (it was a table of 'failed: not computed' cells)."""
+    from gpt2_conformance import cli, registry
+    from gpt2_conformance.run import command
+    from helpers.reports import suite_result
+
+    nothing = {c.id: res.NOT_CLAIMED for c in spec.CLAUSES}
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", "torch"])
+    monkeypatch.setattr(registry, "missing_framework", lambda name: None)
+    monkeypatch.setattr(command, "_judge_named", lambda name, args, log_dir, side_by_side=1: suite_result(
+        name, statuses=nothing, fp={"error": "not computed: nothing was checked in this run"}))
+    code = cli.main(["run", "--backend", "all", "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "\nparity: not computed for any backend (nothing was checked in this run)\n" in out
+    assert "max abs diff" not in out
+
+
 def test_version_names_the_package_and_the_spec(capsys):
     """What a bug report or a CI log needs: which release judged, against which spec version."""
     from importlib import metadata

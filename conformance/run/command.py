@@ -316,10 +316,20 @@ def _run_all(args) -> int:
             raise
     schedule.record({r.backend: r.duration for r in results if not r.error}, args.device)
     print("\n" + report.matrix(results, missing))
-    print("\n" + ("parity: not computed, --case runs part of the suite" if args.case else
-                  parity.table_from_fingerprints({r.backend: r.parity for r in results})))
+    print("\n" + _parity_section(args, results))
     print(f"\nall backends: {time.perf_counter() - start:.0f} s with --jobs {jobs}")
     return res.combined_exit_code([r.exit_code for r in results])
+
+
+def _parity_section(args, results: list[res.SuiteResult]) -> str:
+    """The parity table of `run --backend all`, or one line where no backend has a fingerprint."""
+    if args.case:
+        return "parity: not computed, --case runs part of the suite"
+    fingerprints = {r.backend: r.parity for r in results}
+    if fingerprints and all("error" in fp for fp in fingerprints.values()):  # e.g. --device gpu where no GPU is: nothing checked
+        reasons = sorted({fp["error"].removeprefix("not computed: ") for fp in fingerprints.values()})
+        return f"parity: not computed for any backend ({'; '.join(reasons)})"
+    return parity.table_from_fingerprints(fingerprints)
 
 
 def _first_case_run(name: str, args, log_dir: str) -> res.SuiteResult:

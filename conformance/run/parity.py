@@ -140,6 +140,7 @@ def table_from_fingerprints(fingerprints: dict[str, dict]) -> str:
     second pass through the backends)."""
     diffs = {}
     for name, fp in fingerprints.items():
-        diffs[name] = (f"failed: {fp['error']}" if "error" in fp else
+        error = fp.get("error", "")
+        diffs[name] = ((error if error.startswith("not computed") else f"failed: {error}") if "error" in fp else
                        {c: float("nan") if v["max_abs_diff"] is None else v["max_abs_diff"] for c, v in fp["cases"].items()})
     return table(diffs)
