@@ -27,6 +27,7 @@ from gpt2_conformance.api import machine
 from gpt2_conformance.bench import compare as compare_mod
 from gpt2_conformance.bench import files, processes, timing, verdict, workloads
 from gpt2_conformance.bench.table import ConsoleTable
+from gpt2_conformance.results import EXIT_NOTHING_CHECKED
 from gpt2_conformance.run import memory
 
 # glibc serves large blocks with mmap and unmaps them on free; the size above which it does so
@@ -336,6 +337,9 @@ def run(args) -> int:
             "processes": args.processes}
     paths = _write_outputs(results, verdicts, meta, args, start)
     code = 1 if any(r.get("error") for r in results) else 0
+    if code == 0 and not any(r.get("records") for r in results):  # as `run`: a gate that checked nothing
+        print("bench: nothing was timed: every backend was skipped (see above)", flush=True)
+        code = EXIT_NOTHING_CHECKED
     if args.compare and "json" not in paths:
         print("bench: --compare needs bench.json, which was not written (see above)")
         code = 1

@@ -32,6 +32,22 @@ def test_command_writes_all_outputs_and_gates(tmp_path, monkeypatch, capsys):
     assert next(medians, None) is None  # every backend ran in 3 processes each time
 
 
+def test_a_bench_that_timed_nothing_exits_3(tmp_path, monkeypatch, capsys):
+    """Every backend skipped (`--device gpu` where there is none): as `run`, exit 3 and a line
+    saying so; it exited 0, so a CI gate passed having timed nothing. A skip is final: the backend
+    is not started again for the other processes."""
+    requests = []
+
+    def skipped(request, log_dir, timeout):
+        requests.append(request["backend"])
+        return {"backend": request["backend"], "device": "gpu", "records": [], "skipped": "numpy has no GPU"}
+
+    monkeypatch.setattr(command, "run_child", skipped)
+    assert command.run(bench_args(tmp_path, "--quick", "--device", "gpu")) == 3
+    assert "bench: nothing was timed: every backend was skipped" in capsys.readouterr().out
+    assert len(requests) == len(set(requests)), requests
+
+
 def test_a_regression_is_timed_again_and_judged_on_all_its_processes(tmp_path, monkeypatch, capsys):
     """Three processes that all landed 20% slow, then three confirming processes at the
     baseline's speed: not a regression (the pooled row's fastest process is the baseline's).
