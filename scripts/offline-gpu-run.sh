@@ -92,6 +92,7 @@ meaning() {
     merge:1) echo "merged, but a run failed or float32 h differs between columns of one backend (parity)" ;;
     merge:2) echo "the inputs could not be merged: nothing written" ;;
     bench:1) echo "a backend's bench child failed (see the bench log)" ;;
+    bench:3) echo "nothing was timed: every backend was skipped (no GPU seen by any framework?)" ;;
     *) echo "exit $2" ;;
   esac
 }
