@@ -68,7 +68,8 @@ def test_run_all_starts_longest_first_and_prints_in_the_registry_order(monkeypat
 
     monkeypatch.setattr(command, "_judge_named", judged)
     args = argparse.Namespace(backend="all", adapter=None, device="cpu", report_dir=None, jobs=1, thorough=False,
-                              seed=None, timeout=60.0, case=[], no_shrink=False, verbose=False, waivers=None)
+                              seed=None, timeout=60.0, case=[], no_shrink=False, verbose=False, waivers=None,
+                              durations=0)
     command._run_all(args)
     printed = [line.split()[4] for line in capsys.readouterr().out.splitlines()
                if line.startswith("gpt2-conformance spec")]
