@@ -202,21 +202,24 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> int:
     # --case: one child. A test lands in one shard only, and a shard left with no --case test
     # errored ("names no test of the suite"), failing the replay of a test that passed
     result = _judge(name, args, waiver_list, log_dir, shards=1 if args.case else (args.jobs or cores()))
-    refused = _refused_case(result)
-    if refused:  # nothing ran: no reports, and the log holds only the refusal
-        if os.path.exists(result.log_path):
-            os.remove(result.log_path)
+    refused = _refusal(result)
+    if refused:  # nothing ran: no reports
         return _usage(refused, args)
     _print_scorecard(result, args)
     _write_reports(result, args)
     return result.exit_code
 
 
-def _refused_case(result: res.SuiteResult) -> str | None:
+def _refusal(result: res.SuiteResult) -> str | None:
     """The child's refusal of a --case whose brackets name no collected test (the command line
-    checked the file and the function; the parameters exist only once the suite is collected)."""
+    checked the file and the function; the parameters exist only once the suite is collected),
+    or None where it ran. A refused run's log holds only the refusal: it is removed."""
     line = next((line for line in (result.error or "").splitlines() if res.UNKNOWN_CASE_PREFIX in line), None)
-    return "--case " + line.split(res.UNKNOWN_CASE_PREFIX, 1)[1] if line else None
+    if line is None:
+        return None
+    if os.path.exists(result.log_path):
+        os.remove(result.log_path)
+    return "--case " + line.split(res.UNKNOWN_CASE_PREFIX, 1)[1]
 
 
 def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:
@@ -295,9 +298,12 @@ def _run_all(args) -> int:
     jobs = args.jobs or cores()
     at_once = max(1, min(jobs, len(todo) or 1))
     results = []
-    first = _first_case_run(todo[0], args, log_dir) if todo and any("[" in case for case in args.case) else None
-    if first is not None and _refused_case(first):
-        return _usage(_refused_case(first), args)
+    # brackets only a collected suite can check: one backend first, alone, so that a refusal is one
+    # usage error rather than every backend's scorecard of it; its run is kept
+    first = _judge_named(todo[0], args, log_dir) if todo and any("[" in case for case in args.case) else None
+    refused = _refusal(first) if first is not None else None
+    if refused:
+        return _usage(refused, args)
     with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
         futures = {name: pool.submit(_judge_named, name, args, log_dir, at_once)
                    for name in schedule.order(todo, args.device) if not (first and name == first.backend)}
@@ -326,20 +332,10 @@ def _parity_section(args, results: list[res.SuiteResult]) -> str:
     if args.case:
         return "parity: not computed, --case runs part of the suite"
     fingerprints = {r.backend: r.parity for r in results}
-    if fingerprints and all("error" in fp for fp in fingerprints.values()):  # e.g. --device gpu where no GPU is: nothing checked
+    if fingerprints and all("error" in fp for fp in fingerprints.values()):  # e.g. --device gpu, no GPU here
         reasons = sorted({fp["error"].removeprefix("not computed: ") for fp in fingerprints.values()})
         return f"parity: not computed for any backend ({'; '.join(reasons)})"
     return parity.table_from_fingerprints(fingerprints)
-
-
-def _first_case_run(name: str, args, log_dir: str) -> res.SuiteResult:
-    """--case with brackets under --backend all: one backend first, alone. Only a collected suite
-    can tell whether the brackets name a test, and a refusal there would be every backend's (15
-    scorecards of the same error); it is the command line's error instead, before the rest start."""
-    result = _judge_named(name, args, log_dir)
-    if _refused_case(result) and os.path.exists(result.log_path):
-        os.remove(result.log_path)
-    return result
 
 
 def _judge_named(name: str, args, log_dir: str, side_by_side: int = 1) -> res.SuiteResult:
