@@ -145,7 +145,8 @@ step() {
     rc=$?
     rm -f "$slot.pid"
     secs=$(($(date +%s) - t0))
-    case $rc in 0) st=ok ;; 124|137) st=timeout ;; *) st=failed ;; esac
+    # 3: the command ran, but nothing could be checked or timed there (run, bench): skipped, not failed
+    case $rc in 0) st=ok ;; 3) st=skipped ;; 124|137) st=timeout ;; *) st=failed ;; esac
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$st" "$rc" "$secs" "$limit" "$log" "$(meaning "$kind" "$rc")" > "$slot.tmp"
     mv "$slot.tmp" "$slot"
     echo "offline-gpu-run: $name: $st (exit $rc, ${secs} s)"

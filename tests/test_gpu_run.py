@@ -205,7 +205,8 @@ def _offline_run(tmp, wheels_dir, *options, budget=420, **env):
 def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path, wheels):
     """--device gpu here: not a GPU run. Nothing can run on the GPU, so the GPU pass is skipped
     with each backend's reason; the parity pass runs numpy on the CPU; the bench on the GPU
-    skips numpy with its reason; merge and facts run; every step has its row, in order."""
+    skips numpy with its reason (timing nothing: skipped, exit 3); merge and facts run; every step
+    has its row, in order."""
     code, out, out_dir = _offline_run(tmp_path, wheels[0], "--device", "gpu")
     steps = _steps(out_dir)
     names = [s["step"] for s in steps]
@@ -214,8 +215,10 @@ def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path,
     assert "probe-numpy" in probes and "probe-torch" in probes and "probe-hf-transformers" in probes, names
     assert names[3 + 1 + len(probes):] == ["suite-cpu-numpy", "suite-gpu", "bench-gpu", "merge", "facts"], names
     by = {s["step"]: s for s in steps}
-    assert all(by[n]["status"] == "ok" for n in ("install", "where", "versions", "suite-cpu-numpy", "bench-gpu",
+    assert all(by[n]["status"] == "ok" for n in ("install", "where", "versions", "suite-cpu-numpy",
                                                   "merge", "facts", *probes)), steps
+    assert (by["bench-gpu"]["status"], by["bench-gpu"]["exit"]) == ("skipped", "3"), by["bench-gpu"]
+    assert "nothing was timed" in by["bench-gpu"]["note"], by["bench-gpu"]
     assert by["suite-gpu"]["status"] == "skipped" and "no backend can run on gpu" in by["suite-gpu"]["note"]
     if by["nvidia-smi"]["status"] != "ok":  # no GPU here: failed, recorded, and the exit status says so
         assert code == 1 and "some steps did not succeed" in out, out[-3000:]
