@@ -25,7 +25,8 @@ from gpt2_conformance.bench import native
 BRIDGE = "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"
 NATIVE = "native hooks: the framework's tensors put on the device once, its own sync, no numpy in the call"
 OWN_CHECK = "the implementation's own (see its scorecard)"
-MODE_NAMES = ("native", "bridge")  # every mode these hooks can offer: native only where the adapter brings hooks
+NATIVE_MODE, BRIDGE_MODE = "native", "bridge"
+MODE_NAMES = (NATIVE_MODE, BRIDGE_MODE)  # every mode these hooks can offer: native only where the adapter brings hooks
 
 
 class AdapterHooks:
@@ -35,9 +36,9 @@ class AdapterHooks:
         self.spec = spec
         self.factory = registry.resolve(spec)
         self.native = native.has_native(self.factory)
-        self.MODES = ({"native": NATIVE} if self.native else {}) | {"bridge": BRIDGE}
-        self.SUITE_MODE = "bridge"
-        self.FASTEST_MODE = "native" if self.native else "bridge"
+        self.MODES = ({NATIVE_MODE: NATIVE} if self.native else {}) | {BRIDGE_MODE: BRIDGE}
+        self.SUITE_MODE = BRIDGE_MODE
+        self.FASTEST_MODE = NATIVE_MODE if self.native else BRIDGE_MODE
         self.CHECK = {m: OWN_CHECK for m in self.MODES}
         self._threads = ""
         hooks = self
@@ -56,9 +57,9 @@ class AdapterHooks:
         if self.native:
             ok, why = native.native_available(self.factory, device)
             if ok:
-                self.MODES.pop("bridge", None)
-                self.CHECK.pop("bridge", None)
-                self.SUITE_MODE = "native"
+                self.MODES.pop(BRIDGE_MODE, None)
+                self.CHECK.pop(BRIDGE_MODE, None)
+                self.SUITE_MODE = NATIVE_MODE
                 return True, ""
             return False, f"{self.spec}: {why}"
         return False, (f"{self.spec} does not claim device {device!r} ({devices}) and brings no native bench "
@@ -79,8 +80,8 @@ class _Runner:
         self.adapter = hooks.factory(AdapterConfig(n_embd=wte.shape[1], device=device if device in devices else "cpu"))
         self.adapter.load_tables(wte, wpe)
         self.caches = capabilities_of(hooks.factory).kv_cache
-        self.nb = native.find(self.adapter, device) if mode == "native" else None
-        if mode == "native" and self.nb is None:
+        self.nb = native.find(self.adapter, device) if mode == NATIVE_MODE else None
+        if mode == NATIVE_MODE and self.nb is None:
             raise RuntimeError(f"{hooks.spec}: no native bench hooks")
         if self.nb is not None and self.nb.threads:
             hooks._threads = self.nb.threads
