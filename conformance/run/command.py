@@ -305,14 +305,12 @@ def _run_all(args) -> int:
     if refused:
         return _usage(refused, args)
     with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+        judged = {first.backend: first} if first is not None else {}
         futures = {name: pool.submit(_judge_named, name, args, log_dir, at_once)
-                   for name in schedule.order(todo, args.device) if not (first and name == first.backend)}
-        if first is not None:
-            futures[first.backend] = concurrent.futures.Future()
-            futures[first.backend].set_result(first)
+                   for name in schedule.order(todo, args.device) if name not in judged}
         try:
             for name in todo:  # the registry's order: the output does not depend on which finishes first
-                result = futures[name].result()
+                result = judged[name] if name in judged else futures[name].result()
                 _print_scorecard(result, args)
                 _write_reports(result, args)
                 results.append(result)
@@ -333,7 +331,7 @@ def _parity_section(args, results: list[res.SuiteResult]) -> str:
         return "parity: not computed, --case runs part of the suite"
     fingerprints = {r.backend: r.parity for r in results}
     if fingerprints and all("error" in fp for fp in fingerprints.values()):  # e.g. --device gpu, no GPU here
-        reasons = sorted({fp["error"].removeprefix("not computed: ") for fp in fingerprints.values()})
+        reasons = sorted({fp["error"].removeprefix(parity.NOT_COMPUTED) for fp in fingerprints.values()})
         return f"parity: not computed for any backend ({'; '.join(reasons)})"
     return parity.table_from_fingerprints(fingerprints)
 

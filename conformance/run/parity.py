@@ -78,6 +78,7 @@ def table(diffs: dict[str, dict[str, float] | str]) -> str:
 # on those positions (for logits, summation order may differ between devices).
 FINGERPRINT_FORMAT = "gpt2-conformance-parity/1"
 REFERENCE = "numpy"  # registry.NUMPY_REFERENCE (the fingerprint format names it)
+NOT_COMPUTED = "not computed: "  # how a run's missing fingerprint ({"error": ...}) starts
 SAMPLE_SIZE = {"h_prefill": 64, "h_decode": 64, "logits": 256}
 SAMPLE_SEED = 1024
 
@@ -141,6 +142,6 @@ def table_from_fingerprints(fingerprints: dict[str, dict]) -> str:
     diffs = {}
     for name, fp in fingerprints.items():
         error = fp.get("error", "")
-        diffs[name] = ((error if error.startswith("not computed") else f"failed: {error}") if "error" in fp else
+        diffs[name] = ((error if error.startswith(NOT_COMPUTED) else f"failed: {error}") if "error" in fp else
                        {c: float("nan") if v["max_abs_diff"] is None else v["max_abs_diff"] for c, v in fp["cases"].items()})
     return table(diffs)
