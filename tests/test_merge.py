@@ -370,8 +370,11 @@ def test_run_all_parity_table_comes_from_the_fingerprints(fingerprint):
 
 
 def test_a_fingerprint_not_computed_is_not_called_failed(fingerprint):
-    table = parity.table_from_fingerprints({"numpy": fingerprint,
-                                            "torch": {"error": "not computed: nothing was checked in this run"}})
+    """Every writer of a missing fingerprint (runner, run command, the child) goes through
+    parity.not_computed, so the table reads each one as said."""
+    missing = parity.not_computed("nothing was checked in this run")
+    assert missing == {"error": "not computed: nothing was checked in this run"}, missing
+    table = parity.table_from_fingerprints({"numpy": fingerprint, "torch": missing})
     assert table.splitlines()[3] == ("| torch | not computed: nothing was checked in this run | not computed: nothing "
                                      "was checked in this run | not computed: nothing was checked in this run |")
 

@@ -246,10 +246,10 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
     waivers.apply(result, waiver_list)
     _add_repro_lines(result, name, args)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
-        result.parity = {"error": "not computed: the backend did not run" if result.error else
-                         "not computed: nothing was checked in this run"}
+        result.parity = parity.not_computed("the backend did not run" if result.error else
+                                            "nothing was checked in this run")
     elif args.case:
-        result.parity = {"error": "not computed: --case runs part of the suite"}
+        result.parity = parity.not_computed("--case runs part of the suite")
     return result
 
 

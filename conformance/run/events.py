@@ -150,9 +150,9 @@ def _bounded_fingerprint(factory, device: str, timeout: float | None) -> dict:
     try:
         return parity.fingerprint_of(factory, device)
     except _TimedOut:
-        return {"error": f"not computed: the adapter took longer than --timeout {seconds} s"}
+        return parity.not_computed(f"the adapter took longer than --timeout {seconds} s")
     except Exception as exc:  # noqa: BLE001 - the adapter's failure is in the clauses already
-        return {"error": f"not computed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]}
+        return parity.not_computed(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:285])
     finally:
         if seconds:
             signal.alarm(0)

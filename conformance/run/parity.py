@@ -83,6 +83,12 @@ SAMPLE_SIZE = {"h_prefill": 64, "h_decode": 64, "logits": 256}
 SAMPLE_SEED = 1024
 
 
+def not_computed(why: str) -> dict:
+    """A run's fingerprint when there is none: {"error": "not computed: <why>"}, which the
+    parity table shows as said, not as a failure."""
+    return {"error": NOT_COMPUTED + why}
+
+
 def sha256(array: np.ndarray) -> str:
     import hashlib
 

@@ -31,6 +31,7 @@ from gpt2_conformance import spec
 from gpt2_conformance.api import machine
 from gpt2_conformance.run import events as events_file
 from gpt2_conformance.run import memory
+from gpt2_conformance.run.parity import not_computed
 from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
 
 SUITE = "gpt2_conformance.suite"
@@ -222,7 +223,7 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     if described:
         result.environment["implementation"] = described
     if parity:
-        result.parity = (session or {}).get("parity") or {"error": "not computed: the backend did not run"}
+        result.parity = (session or {}).get("parity") or not_computed("the backend did not run")
     return result
 
 
@@ -285,7 +286,7 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
                 out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
             elif out.session is None:  # every test judged, then it died finishing the session
                 why = "hung" if hung else f"died ({events_file.death(child.returncode)})"
-                out.session = {"parity": {"error": f"not computed: the test process {why} while computing it"}}
+                out.session = {"parity": not_computed(f"the test process {why} while computing it")}
             elif child.returncode not in (0, 1, 5):  # 5: no test left, every one judged in earlier passes
                 out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
             break
