@@ -131,6 +131,9 @@ def _claimed(path: str | None) -> bool:
     return True
 
 
+MAX_REASON = 300  # characters of a fingerprint's error: the adapter's first line, not its whole message
+
+
 class _TimedOut(Exception):
     pass
 
@@ -152,7 +155,8 @@ def _bounded_fingerprint(factory, device: str, timeout: float | None) -> dict:
     except _TimedOut:
         return parity.not_computed(f"the adapter took longer than --timeout {seconds} s")
     except Exception as exc:  # noqa: BLE001 - the adapter's failure is in the clauses already
-        return parity.not_computed(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:285])
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return parity.not_computed(why[:MAX_REASON - len(parity.NOT_COMPUTED)])
     finally:
         if seconds:
             signal.alarm(0)
