@@ -10,9 +10,9 @@ import tomllib
 
 import pytest
 
-from gpt2_conformance import registry
+from gpt2_conformance import registry, spec
 from gpt2_conformance.api.gpt2 import SIZES
-from gpt2_conformance.results import FAIL, NOT_CLAIMED
+from gpt2_conformance.results import FAIL, NOT_CLAIMED, STATUSES
 from gpt2_conformance.run.runner import run_in_process
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -86,6 +86,26 @@ def test_readme_anchors_name_its_headings():
     headings = {_slug(h) for h in re.findall(r"^#{2,4} (.+)$", README, re.M)}
     anchors = set(re.findall(r"\]\(#([^)]+)\)", README))
     assert anchors and anchors <= headings, sorted(anchors - headings)
+
+
+def test_scorecard_excerpts_show_the_spec_as_it_is():
+    """The Scorecard section's console excerpts: each clause row names a clause of this spec with
+    its title, and the summary line counts every clause once (an excerpt from an older spec, or a
+    run that lost clauses, fails here)."""
+    section = README.split("\n## Scorecard\n", 1)[1].split("\n## ", 1)[0]
+    status = "|".join(re.escape(s) for s in STATUSES)
+    rows = re.findall(rf"^  ([A-Z0-9]+(?:-[A-Z0-9]+)+) +({status}) +(.+)$", section, re.M)
+    assert len(rows) >= 4, "the Scorecard section shows no clause rows"
+    for clause_id, _, rest in rows:
+        assert clause_id in spec.BY_ID, f"README shows clause {clause_id}, which spec {spec.SPEC_VERSION} lacks"
+        title = spec.BY_ID[clause_id].title
+        assert rest.startswith(title), f"README shows {clause_id} as {rest[:60]!r}, but its title is {title!r}"
+    assert re.search(rf"spec {re.escape(spec.SPEC_VERSION)}: backend ", section), "the excerpt is of another spec"
+    counts = re.search(r"^  (\d+) passed, (\d+) failed, (\d+) not claimed, (\d+) skipped in ", section, re.M)
+    assert counts, "the Scorecard section has no summary line ('N passed, N failed, ...')"
+    assert sum(map(int, counts.groups())) == len(spec.CLAUSES), \
+        f"README's summary {counts.group(0).strip()!r} counts {sum(map(int, counts.groups()))} clauses, but spec " \
+        f"{spec.SPEC_VERSION} has {len(spec.CLAUSES)}"
 
 
 @pytest.mark.parametrize("doc", ["README.md", "reports/README.md", "reports/parity.md", "reports/thirdparty.md",
