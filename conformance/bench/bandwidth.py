@@ -18,9 +18,9 @@ working set may sit in cache (32 MiB to 480 MiB of L3 on the machines measured s
 51-54 MB at the bar shape), and a copy moves as many bytes as it reads while a head reads 700
 times what it writes. So every row is divided by a streaming reference that moves the same
 bytes as that workload must (workloads.traffic: R read, W written): a copy of min(R, W), plus a
-read-only pass over R - W (np.max, BLAS sdot of x with itself or BLAS sgemv of x as rows of 256,
-the fastest counts: sdot read 150 MB 5-10% faster than max here, and sgemv 8-11% faster than
-sdot on another machine) or a write-only pass (fill) over W - R, each on one thread and split
+read-only pass over R - W (np.max, BLAS sdot of x with itself or BLAS sgemv of x as rows of
+4096, the fastest counts: sdot read 150 MB 5-10% faster than max here, and sgemv 8-11% faster
+than sdot on another machine) or a write-only pass (fill) over W - R, each on one thread and split
 over every core (the faster counts), repeated warm or with the caches emptied before each round
 (cold), as the workload was timed.
 """
@@ -94,17 +94,21 @@ def measure(nbytes: int = DEFAULT_BYTES, rounds: int = 7, kernels=None, sync=lam
     return out
 
 
-_GEMV_WIDTH = 256
-_GEMV_VECTOR = np.ones(_GEMV_WIDTH, np.float32)
+# rows of 4096: OpenBLAS's sgemv read 154 MB at 32-37 GB/s on an idle 2-core machine, against
+# 22-24 as rows of 256 and 19-27 for np.max (2026-12-05, one process); at 3 MB and 60 MB it was
+# the fastest width too (256, 1024, 4096 and 16384 tried). Rows of 256 let JAX's decode head
+# read wte faster than the fastest round of every reader (102-117% per process, a MODEL ERROR)
+GEMV_WIDTH = 4096
+_GEMV_VECTOR = np.ones(GEMV_WIDTH, np.float32)
 
 
 def _gemv_read(x: np.ndarray):
-    """x read once as rows of 256 by a BLAS sgemv (it writes 1/256 of what it reads, uncounted,
+    """x read once as rows of 4096 by a BLAS sgemv (it writes 1/4096 of what it reads, uncounted,
     which only lowers the reference's GB/s). OpenBLAS's sgemv streamed wte 8-11% faster than
-    sdot or max on an idle 2-core machine (numpy's own head, 154.6 MB in 3.7-3.9 ms, read at
-    105-111% of a limit set by them)."""
-    n = x.size - x.size % _GEMV_WIDTH
-    out = x[:n].reshape(-1, _GEMV_WIDTH) @ _GEMV_VECTOR
+    sdot or max on an idle 2-core machine as rows of 256 already (numpy's own head, 154.6 MB in
+    3.7-3.9 ms, read at 105-111% of a limit set by them)."""
+    n = x.size - x.size % GEMV_WIDTH
+    out = x[:n].reshape(-1, GEMV_WIDTH) @ _GEMV_VECTOR
     return out if n == x.size else (out, x[n:].max())
 
 

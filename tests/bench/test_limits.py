@@ -86,8 +86,9 @@ def test_matched_reference_moves_the_bytes_it_says():
 
     import numpy as np
 
-    rows, tail = bandwidth.READERS["gemv"](np.ones(1000, np.float32))  # 3 rows of 256, then 232
-    assert rows.sum() == 768 and tail == 1.0  # every element read
+    width = bandwidth.GEMV_WIDTH
+    rows, tail = bandwidth.READERS["gemv"](np.ones(3 * width + 232, np.float32))  # 3 rows, then 232
+    assert rows.sum() == 3 * width and tail == 1.0  # every element read
 
     for read, write in ((3 << 20, 1 << 20), (1 << 20, 3 << 20), (2 << 20, 2 << 20)):
         for reader in bandwidth.READERS:
