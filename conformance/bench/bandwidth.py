@@ -94,19 +94,17 @@ def measure(nbytes: int = DEFAULT_BYTES, rounds: int = 7, kernels=None, sync=lam
     return out
 
 
-# rows of 4096: OpenBLAS's sgemv read 154 MB at 32-37 GB/s on an idle 2-core machine, against
-# 22-24 as rows of 256 and 19-27 for np.max (2026-12-05, one process); at 3 MB and 60 MB it was
-# the fastest width too (256, 1024, 4096 and 16384 tried). Rows of 256 let JAX's decode head
-# read wte faster than the fastest round of every reader (102-117% per process, a MODEL ERROR)
+# The widest rows measured fastest: OpenBLAS's sgemv read 154 MB at 32-37 GB/s as rows of 4096
+# on an idle 2-core machine, 22-24 as rows of 256, np.max 19-27 (widths 256 to 16384 tried, at
+# 3, 60 and 154 MB). A reference slower than the machine's best read is a limit a framework's
+# head beats: JAX's decode head read wte at 102-117% of rows of 256, a MODEL ERROR.
 GEMV_WIDTH = 4096
 _GEMV_VECTOR = np.ones(GEMV_WIDTH, np.float32)
 
 
 def _gemv_read(x: np.ndarray):
-    """x read once as rows of 4096 by a BLAS sgemv (it writes 1/4096 of what it reads, uncounted,
-    which only lowers the reference's GB/s). OpenBLAS's sgemv streamed wte 8-11% faster than
-    sdot or max on an idle 2-core machine as rows of 256 already (numpy's own head, 154.6 MB in
-    3.7-3.9 ms, read at 105-111% of a limit set by them)."""
+    """x read once as rows of GEMV_WIDTH by a BLAS sgemv (it writes 1/GEMV_WIDTH of what it
+    reads, uncounted, which only lowers the reference's GB/s)."""
     n = x.size - x.size % GEMV_WIDTH
     out = x[:n].reshape(-1, GEMV_WIDTH) @ _GEMV_VECTOR
     return out if n == x.size else (out, x[n:].max())
