@@ -94,9 +94,9 @@ def measure(nbytes: int = DEFAULT_BYTES, rounds: int = 7, kernels=None, sync=lam
     return out
 
 
-# The widest rows measured fastest: OpenBLAS's sgemv read 154 MB at 32-37 GB/s as rows of 4096
-# on an idle 2-core machine, 22-24 as rows of 256, np.max 19-27 (widths 256 to 16384 tried, at
-# 3, 60 and 154 MB). A reference slower than the machine's best read is a limit a framework's
+# Rows of 4096 measured fastest: OpenBLAS's sgemv read 154 MB at 32-37 GB/s that way on an idle
+# 2-core machine, 22-24 as rows of 256, np.max 19-27 (widths 256 to 16384 tried, at 3, 60 and
+# 154 MB; 16384 no faster). A reference slower than the machine's best read is a limit a framework's
 # head beats: JAX's decode head read wte at 102-117% of rows of 256, a MODEL ERROR.
 GEMV_WIDTH = 4096
 _GEMV_VECTOR = np.ones(GEMV_WIDTH, np.float32)
