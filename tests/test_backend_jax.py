@@ -89,7 +89,7 @@ def test_position_error_before_the_device():
 
 
 def test_past_length_is_traced_not_static():
-    """A decode loop compiles once per shape, not once per past_length."""
+    """A decode loop compiles once per token count, not once per past_length."""
     adapter = _adapter()
     ids = np.array([[7]], np.int32)
     adapter.embed(ids, 0)
@@ -97,6 +97,26 @@ def test_past_length_is_traced_not_static():
     for past in (1, 2, 500, gpt2.N_CTX - 1):
         adapter.embed(ids, past)
     assert model._embed_jit._cache_size() == before
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_one_compilation_per_power_of_two_of_tokens(dtype):
+    """The forward pads B*T tokens to a power of two, so shapes with the same bucket share one
+    compilation, and the padding never shows: each row is wte[id] + wpe[past + t], bit for bit,
+    up to the last position of wpe (the padding repeats the last real token and position)."""
+    adapter = _adapter(dtype=dtype)
+    wte, wpe = adapter.tables()
+    adapter.embed(np.zeros((1, 5), np.int32))  # 5 tokens: compiled for 8
+    before = model._embed_jit._cache_size()
+    rng = np.random.default_rng(1)
+    for shape, past in [((1, 6), 3), ((2, 3), 0), ((7, 1), 1017), ((1, 8), 9), ((3, 2), gpt2.N_CTX - 2)]:
+        ids = rng.integers(0, gpt2.N_VOCAB, shape, dtype=np.int32)
+        h = adapter.embed(ids, past)
+        # the float32 sum of two tables' entries, rounded once to the storage dtype (exact for float32)
+        expected = np.asarray(jnp.asarray(wte[ids] + wpe[past:past + shape[1]]).astype(dtype), np.float32)
+        assert h.shape == (*shape, D)
+        assert np.array_equal(h, expected), f"embed(ids.shape={shape}, past_length={past}) differs from wte[ids] + wpe[past + t]"
+    assert model._embed_jit._cache_size() == before, "a shape in the same power-of-two bucket compiled again"
 
 
 def test_assign_wte_row_donates_the_table():

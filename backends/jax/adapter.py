@@ -3,7 +3,7 @@
 JAX arrays are immutable, so the adapter holds the params dict and rebinds it; wte is one
 entry that the gather and the head both read. Tables and work live on the requested device
 (jax.device_put). x64 stays off (it is process-global and would change other code), so ids
-reach the device as int32; see _ids_to_device for the int64 case.
+reach the device as int32; see _ids_int32 for the int64 case.
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ def _to_numpy(x) -> np.ndarray:
     if x.dtype == jnp.bfloat16:
         x = x.astype(jnp.float32)
     return np.array(x)
+
+
+def _rows_to_numpy(h, n: int) -> np.ndarray:
+    """A fresh numpy array of the first n rows of h; bfloat16 widened to float32 on the host
+    (exact), so no conversion is compiled per shape."""
+    rows = np.asarray(h)[:n]
+    return rows.astype(np.float32) if h.dtype == jnp.bfloat16 else np.array(rows)
 
 
 class JaxAdapter(Adapter):
@@ -61,7 +68,7 @@ class JaxAdapter(Adapter):
         out = jax.device_put(array, self._device, may_alias=isinstance(array, np.ndarray) and immutable(array))
         return out if dtype is None else out.astype(dtype)  # the framework's round-to-nearest-even cast
 
-    def _ids_to_device(self, ids: np.ndarray):
+    def _ids_int32(self, ids: np.ndarray) -> np.ndarray:
         if not isinstance(ids, np.ndarray):
             raise TypeError(f"ids must be a numpy array, got {type(ids).__name__}")
         check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
@@ -72,7 +79,7 @@ class JaxAdapter(Adapter):
             lo, hi = ids.min(), ids.max()
             if lo < _INT32.min or hi > _INT32.max:
                 raise TokenIdOutOfRangeError(describe_bad_id(ids, (ids < _INT32.min) | (ids > _INT32.max)))
-        return jax.device_put(ids.astype(np.int32, copy=False), self._device)
+        return ids.astype(np.int32, copy=False)
 
     # -- tables ---------------------------------------------------------------------
     def load_tables(self, wte, wpe):
@@ -94,7 +101,10 @@ class JaxAdapter(Adapter):
 
     # -- forward --------------------------------------------------------------------
     def embed(self, ids, past_length=0):
-        return _to_numpy(model.embed(self.params, self._ids_to_device(ids), past_length))
+        ids = self._ids_int32(ids)
+        tokens, positions = model.flat_tokens(ids, past_length, self.params["wpe"].shape[0])
+        h = model.embed_tokens(self.params, self._put(tokens), self._put(positions))
+        return _rows_to_numpy(h, ids.size).reshape(*ids.shape, h.shape[-1])
 
     def logits(self, h_final):
         h_final = np.asarray(h_final)
@@ -103,6 +113,6 @@ class JaxAdapter(Adapter):
         return _to_numpy(model.logits(self.params, self._put(h_final, self._dtype)))
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        grads = model.gradients(self.params, self._ids_to_device(ids), past_length,
+        grads = model.gradients(self.params, self._put(self._ids_int32(ids)), past_length,
                                 self._put(cotangent_h, self._dtype), self._put(cotangent_logits, self._dtype))
         return tuple(_to_numpy(grads[name]).astype(np.float32, copy=False) for name in ("wte", "wpe"))

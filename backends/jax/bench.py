@@ -1,21 +1,27 @@
 """Bench hooks for the JAX backend (same names in every backends/<fw>/bench.py).
 
 Modes:
-  suite    what JaxAdapter runs: backends/jax/model.py's embed, jax.jit(checkify(...)) with the
-           token-id check (min/max) inside the compiled kernel and error.get() on the host.
+  suite    what JaxAdapter runs: backends/jax/model.py's embed_tokens, jax.jit(checkify(...))
+           with the token-id check (min/max) inside the compiled kernel and error.get() on the
+           host, over the flat tokens and positions model.flat_tokens makes (B*T of the bench's
+           shapes is a power of two: nothing is padded).
   flag     jax.jit of gather + add that also returns an in-range flag (min/max of the ids in
            the same kernel); the host raises on it before h is returned, as TF's xla mode does.
            checkify's error plumbing cost 0.3-0.45 ms on a ~1.8 ms forward in the bench runs
            (suite vs nocheck); this mode shows how much of that a plain flag saves.
-  nocheck  jax.jit of the bare gather + add (model._lookup), no id check: shows what the
+  nocheck  jax.jit of the bare gather + add (model._gather_add), no id check: shows what the
            check costs. Not eligible for the bar (out-of-range ids would be silently clamped).
-backward: jax.vjp of the lookup, jitted (with checkify in suite); XLA prunes the unused forward.
+Every forward mode runs over the same flat tokens and positions, and returns the kernel's flat
+rows [bucket(B*T), d] (h is the first B*T of them; no reshape is timed).
+backward: jax.vjp of the [B, T] lookup, jitted (with checkify in suite), as the adapter's
+gradients; XLA prunes the unused forward.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental import checkify
 
 from gpt2_conformance.backends.jax import model
@@ -67,15 +73,15 @@ def _checked_backward(params, ids, past_length, dh):
 
 _backward_jit = jax.jit(_backward)
 _checked_backward_jit = jax.jit(checkify.checkify(_checked_backward))
-_lookup_jit = jax.jit(model._lookup)
+_gather_add_jit = jax.jit(model._gather_add)
 
 
 @jax.jit
-def _lookup_flag_jit(params, ids, past_length):
-    if ids.size == 0:  # static: min/max of an empty array is undefined, and nothing is out of range
-        return model._lookup(params, ids, past_length), jnp.bool_(True)
-    in_range = (ids.min() >= 0) & (ids.max() < params["wte"].shape[0])
-    return model._lookup(params, ids, past_length), in_range
+def _gather_add_flag_jit(params, tokens, positions):
+    if tokens.size == 0:  # static: min/max of an empty array is undefined, and nothing is out of range
+        return model._gather_add(params, tokens, positions), jnp.bool_(True)
+    in_range = (tokens.min() >= 0) & (tokens.max() < params["wte"].shape[0])
+    return model._gather_add(params, tokens, positions), in_range
 
 
 class Runner:
@@ -97,17 +103,18 @@ class Runner:
     def make(self, w, ids, past_length, dh=None, h=None):
         params = self.params
         if w.kind == "forward":
+            tokens, positions = (self.put(a) for a in model.flat_tokens(np.asarray(ids, np.int32), past_length))
             if self.mode == "suite":
-                return lambda: model.embed(params, ids, past_length)
+                return lambda: model.embed_tokens(params, tokens, positions)
             if self.mode == "flag":
                 def forward():
                     # the gather clamps a bad id; h is never returned unless the flag is true
-                    h, in_range = _lookup_flag_jit(params, ids, past_length)
+                    h, in_range = _gather_add_flag_jit(params, tokens, positions)
                     if not bool(in_range):
                         raise TokenIdOutOfRangeError("token id outside the wte table")
                     return h
                 return forward
-            return lambda: _lookup_jit(params, ids, past_length)
+            return lambda: _gather_add_jit(params, tokens, positions)
         if self.mode == "flag":
             return None  # forward only: the suite mode times backward and logits
         if w.kind == "backward":

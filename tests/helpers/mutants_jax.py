@@ -13,12 +13,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
 from gpt2_conformance.api.adapter import AdapterConfig
-from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_positions
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length
 from gpt2_conformance.backends.jax import model
-from gpt2_conformance.backends.jax.adapter import JaxAdapter, _to_numpy
+from gpt2_conformance.backends.jax.adapter import JaxAdapter, _rows_to_numpy, _to_numpy
 
 _raw_embed = jax.jit(lambda p, ids, past: p["wte"][ids] + p["wpe"][past + jnp.arange(ids.shape[1])][None])
 
@@ -34,9 +33,17 @@ class RawIndexing(JaxAdapter):
         return _to_numpy(_raw_embed(self.params, jax.device_put(jnp.asarray(ids), self._device), past))
 
 
-_take_fill_embed = jax.jit(checkify.checkify(
-    lambda p, ids, past: jnp.take(p["wte"], ids, axis=0)  # mode="fill": NaN rows, no error
-    + jax.lax.dynamic_slice_in_dim(p["wpe"], past, ids.shape[1], axis=0)[None]))
+_take_fill_embed = jax.jit(
+    lambda p, tokens, positions: jnp.take(p["wte"], tokens, axis=0)  # mode="fill": NaN rows, no error
+    + p["wpe"][positions])
+
+
+def _flat_embed(adapter, kernel, ids, past_length):
+    """The adapter's own forward (host checks, flat padded tokens) around another kernel."""
+    ids = adapter._ids_int32(ids)
+    tokens, positions = model.flat_tokens(ids, past_length)
+    h = kernel(adapter.params, adapter._put(tokens), adapter._put(positions))
+    return _rows_to_numpy(h, ids.size).reshape(*ids.shape, h.shape[-1])
 
 
 class TakeFillsNaN(JaxAdapter):
@@ -44,7 +51,7 @@ class TakeFillsNaN(JaxAdapter):
     default mode="fill" returns NaN rows for ids >= 50257 (and still wraps -1)."""
 
     def embed(self, ids, past_length=0):
-        return _to_numpy(model._checked_call(_take_fill_embed, self.params, self._ids_to_device(ids), past_length))
+        return _flat_embed(self, _take_fill_embed, ids, past_length)
 
 
 class CheckifyErrorDropped(JaxAdapter):
@@ -53,11 +60,11 @@ class CheckifyErrorDropped(JaxAdapter):
     id is clamped (50257) or wrapped (-1) by the gather as if there were no check."""
 
     def embed(self, ids, past_length=0):
-        ids = self._ids_to_device(ids)
-        past = check_past_length(past_length)
-        check_positions(ids.shape[1], past)
-        _error, h = model._embed_jit(self.params, ids, past)
-        return _to_numpy(h)
+        def error_dropped(params, tokens, positions):
+            _error, h = model._embed_jit(params, tokens, positions)  # the error, never looked at
+            return h
+
+        return _flat_embed(self, error_dropped, ids, past_length)
 
 
 class UntiedHeadCopy(JaxAdapter):
@@ -81,7 +88,7 @@ class UntiedHeadCopy(JaxAdapter):
         return _to_numpy(model.logits({"wte": self.params["head"]}, self._put(np.asarray(h_final), self._dtype)))
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        ids = self._ids_to_device(ids)
+        ids = self._put(self._ids_int32(ids))
 
         def forward(p):
             h = model._lookup(p, ids, past_length)
@@ -96,9 +103,9 @@ class Int64Wraps(JaxAdapter):
     """int64 ids cast to int32 on the host with no range check (what jnp.asarray does with
     x64 off): 2**32 + 5 becomes 5, a valid id, so the device check cannot see it."""
 
-    def _ids_to_device(self, ids):
+    def _ids_int32(self, ids):
         check_ids_layout(ids.shape, ids.dtype.name, np.issubdtype(ids.dtype, np.integer))
-        return jax.device_put(ids.astype(np.int32), self._device)
+        return ids.astype(np.int32)
 
 
 DIRECT = [CheckifyErrorDropped, Int64Wraps]  # checked directly in tests/test_backend_jax.py
