@@ -12,7 +12,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter  # noqa: E402
-from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, initial_tables  # noqa: E402
+from gpt2_conformance.backends.tensorflow.model import (  # noqa: E402
+    GPT2Embedding, checked_gather_add, initial_tables, tied_logits)
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance import spec  # noqa: E402
 from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
@@ -65,6 +66,19 @@ def test_head_is_wte_itself(model):
         model.wte[7].assign(row)
 
 
+def test_one_trace_serves_every_instance(model):
+    """The suite makes dozens of models: the forward and the head take the Variables as
+    arguments, so a second model of the same shapes traces nothing and reads its own tables."""
+    X, h = tf.constant([[3, 5]]), tf.ones([1, 2, gpt2.N_EMBD_SMALL])
+    model(X, 4), model.logits(h)
+    counts = checked_gather_add.experimental_get_tracing_count(), tied_logits.experimental_get_tracing_count()
+    wte, wpe = random_tables(gpt2.N_EMBD_SMALL, seed=1)
+    other = GPT2Embedding(wte, wpe)
+    np.testing.assert_array_equal(other(X, 4).numpy(), wte[[[3, 5]]] + wpe[4:6])
+    np.testing.assert_allclose(other.logits(h).numpy(), np.ones((1, 2, gpt2.N_EMBD_SMALL)) @ wte.T, atol=1e-5)  # row sums
+    assert (checked_gather_add.experimental_get_tracing_count(), tied_logits.experimental_get_tracing_count()) == counts
+
+
 # A sparse access (a gather on the Variable, a sliced assign, a scatter) switches a resource
 # Variable to copy-on-read for the rest of its life; every later read, the head's matmul
 # included, then copies all of wte first (tensorflow/core/kernels/resource_variable_ops.cc,
@@ -90,8 +104,8 @@ def test_tables_are_never_read_or_written_sparsely(model):
     adapter = TensorFlowAdapter(AdapterConfig())
     adapter.load_tables(*random_tables(gpt2.N_EMBD_SMALL))
     row = np.ones(gpt2.N_EMBD_SMALL, np.float32)
-    traced = {"embed": model._embed.get_concrete_function(X, past),
-              "logits": model.logits.get_concrete_function(h),
+    traced = {"embed": checked_gather_add.get_concrete_function(model.wte, model.wpe, X, past),
+              "logits": tied_logits.get_concrete_function(model.wte, h),
               "assign_wte_row": tf.function(lambda: adapter.assign_wte_row(7, row)).get_concrete_function()}
     for name, concrete in traced.items():
         assert not _op_types(concrete) & SPARSE_ACCESS, f"{name}: {sorted(_op_types(concrete) & SPARSE_ACCESS)}"

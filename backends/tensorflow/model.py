@@ -76,25 +76,39 @@ class GPT2Embedding(tf.Module):
                 raise TokenIdOutOfRangeError(describe_bad_id(ids, bad, self.n_vocab)) from None
             raise
 
-    @tf.function(reduce_retracing=True)
     def _embed(self, X, past_length):
-        # one min/max reduction on the device; the gather waits for the assert
-        in_range = tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < self.n_vocab)
-        with tf.control_dependencies([tf.debugging.Assert(in_range, ["token id outside the wte table"])]):
-            X = tf.identity(X)
-        return gather_add(self.wte, self.wpe, X, past_length)
+        return checked_gather_add(self.wte, self.wpe, X, past_length)
 
-    @tf.function(reduce_retracing=True)
     def logits(self, h):
         """h [B, T, d] @ wte^T -> [B, T, V], accumulated in float32 and rounded once to wte's dtype."""
-        shape = tf.shape(h)
-        h_flat = tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]])
-        # model.py's tf.matmul(h_flat, wte, transpose_b=True), as (wte @ h_flat^T)^T: the same
-        # dot products, but TF 2.21's CPU matmul took 121 ms for 2 to 6 rows of h that way
-        # against 15-20 ms this way (and NumPy's 18 ms), 1 row 7 ms either way: an Eigen
-        # contraction path, traced in reports/bench/tensorflow-matmul-few-rows.md
-        logits = tf.transpose(tf.matmul(tf.cast(self.wte, tf.float32), h_flat, transpose_b=True))  # no-op casts in float32
-        return tf.cast(tf.reshape(logits, tf.concat([shape[:-1], [self.n_vocab]], 0)), self.wte.dtype)
+        return tied_logits(self.wte, h)
 
 
-__all__ = ["GPT2Embedding", "gather_add", "initial_tables", "positions_for"]
+# The graphs take the Variables as arguments rather than capturing self's: a tf.function
+# method traces once per instance, and the suite makes dozens (about 1.4 s of tracing per
+# verdict); these trace once per input signature for every instance.
+
+@tf.function(reduce_retracing=True)
+def checked_gather_add(wte, wpe, X, past_length):
+    """gather_add behind an assert that every id is in [0, V): one min/max reduction on the
+    device, and the gather waits for the assert."""
+    in_range = tf.logical_and(tf.reduce_min(X) >= 0, tf.reduce_max(X) < wte.shape[0])
+    with tf.control_dependencies([tf.debugging.Assert(in_range, ["token id outside the wte table"])]):
+        X = tf.identity(X)
+    return gather_add(wte, wpe, X, past_length)
+
+
+@tf.function(reduce_retracing=True)
+def tied_logits(wte, h):
+    """h [B, T, d] @ wte^T -> [B, T, V], accumulated in float32 and rounded once to wte's dtype."""
+    shape = tf.shape(h)
+    h_flat = tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]])
+    # model.py's tf.matmul(h_flat, wte, transpose_b=True), as (wte @ h_flat^T)^T: the same
+    # dot products, but TF 2.21's CPU matmul took 121 ms for 2 to 6 rows of h that way
+    # against 15-20 ms this way (and NumPy's 18 ms), 1 row 7 ms either way: an Eigen
+    # contraction path, traced in reports/bench/tensorflow-matmul-few-rows.md
+    logits = tf.transpose(tf.matmul(tf.cast(wte, tf.float32), h_flat, transpose_b=True))  # no-op casts in float32
+    return tf.cast(tf.reshape(logits, tf.concat([shape[:-1], [wte.shape[0]]], 0)), wte.dtype)
+
+
+__all__ = ["GPT2Embedding", "checked_gather_add", "gather_add", "initial_tables", "positions_for", "tied_logits"]

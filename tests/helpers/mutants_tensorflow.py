@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from gpt2_conformance.api.validation import check_ids_layout, check_past_length
 from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
-from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, gather_add
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, checked_gather_add, gather_add
 
 
 # -- the models: the wrong code -----------------------------------------------------------
@@ -34,12 +34,16 @@ class RawGatherModel(GPT2Embedding):
         return gather_add(self.wte, self.wpe, X, past_length)
 
 
+_checked_under_xla = tf.function(checked_gather_add.python_function, jit_compile=True, reduce_retracing=True)
+
+
 class CheckedUnderXLAModel(GPT2Embedding):
     """The checked forward compiled with jit_compile=True: XLA drops the tf.debugging.Assert
     and its gather clamps, so id -1 reads wte[0] and 50257 reads wte[50256] without a word.
     The host-side position check still runs, so only the token-id clauses fail."""
 
-    _embed = tf.function(GPT2Embedding._embed.python_function, jit_compile=True, reduce_retracing=True)
+    def _embed(self, X, past_length):
+        return _checked_under_xla(self.wte, self.wpe, X, past_length)
 
 
 class UntiedHeadModel(GPT2Embedding):
