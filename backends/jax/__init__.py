@@ -2,10 +2,11 @@
 
 from gpt2_conformance.api.backend import CACHE, REFERENCE, Backend
 
-# JAX compiles once per shape, and a verdict draws about 180 shapes (0.1 s each on 2 cores):
-# its suite processes keep what they compiled in JAX's persistent compilation cache, so a shard
-# loads what another process compiled (the cache's key is the program, JAX's version and the
-# device; every compile is kept, not only those over JAX's default of 1 s)
+# JAX compiles once per shape (the forward once per power-of-two token count, model.py): a
+# verdict's two shards compile 57 programs, 0.1 s each on 2 cores. Its suite processes keep them
+# in JAX's persistent compilation cache, so a later verdict loads what an earlier one compiled
+# (the cache's key is the program, JAX's version and the device; every compile is kept, not
+# only those over JAX's default of 1 s)
 BACKEND = Backend(name="jax", adapter="adapter:JaxAdapter", requires=("jax",),
                   kind=REFERENCE, extra="jax", bench="bench",
                   bench_modes={"suite": (), "flag": ("forward",), "nocheck": ("forward", "backward")},
