@@ -101,9 +101,14 @@ class JaxAdapter(Adapter):
 
     # -- forward --------------------------------------------------------------------
     def embed(self, ids, past_length=0):
+        return self._flat_forward(model.embed_tokens, ids, past_length)
+
+    def _flat_forward(self, kernel, ids, past_length):
+        """h [B, T, d] as numpy from kernel(params, tokens, positions) -> flat rows, run over
+        model.flat_tokens of the host-checked ids (the JAX mutants swap the kernel)."""
         ids = self._ids_int32(ids)
         tokens, positions = model.flat_tokens(ids, past_length, self.params["wpe"].shape[0])
-        h = model.embed_tokens(self.params, self._put(tokens), self._put(positions))
+        h = kernel(self.params, self._put(tokens), self._put(positions))
         return _rows_to_numpy(h, ids.size).reshape(*ids.shape, h.shape[-1])
 
     def logits(self, h_final):

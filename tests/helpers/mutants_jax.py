@@ -17,7 +17,7 @@ import numpy as np
 from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.api.validation import check_ids_layout, check_past_length
 from gpt2_conformance.backends.jax import model
-from gpt2_conformance.backends.jax.adapter import JaxAdapter, _rows_to_numpy, _to_numpy
+from gpt2_conformance.backends.jax.adapter import JaxAdapter, _to_numpy
 
 _raw_embed = jax.jit(lambda p, ids, past: p["wte"][ids] + p["wpe"][past + jnp.arange(ids.shape[1])][None])
 
@@ -38,20 +38,12 @@ _take_fill_embed = jax.jit(
     + p["wpe"][positions])
 
 
-def _flat_embed(adapter, kernel, ids, past_length):
-    """The adapter's own forward (host checks, flat padded tokens) around another kernel."""
-    ids = adapter._ids_int32(ids)
-    tokens, positions = model.flat_tokens(ids, past_length)
-    h = kernel(adapter.params, adapter._put(tokens), adapter._put(positions))
-    return _rows_to_numpy(h, ids.size).reshape(*ids.shape, h.shape[-1])
-
-
 class TakeFillsNaN(JaxAdapter):
     """The host-side checks kept, the token check dropped, and jnp.take for the gather: its
     default mode="fill" returns NaN rows for ids >= 50257 (and still wraps -1)."""
 
     def embed(self, ids, past_length=0):
-        return _flat_embed(self, _take_fill_embed, ids, past_length)
+        return self._flat_forward(_take_fill_embed, ids, past_length)
 
 
 class CheckifyErrorDropped(JaxAdapter):
@@ -64,7 +56,7 @@ class CheckifyErrorDropped(JaxAdapter):
             _error, h = model._embed_jit(params, tokens, positions)  # the error, never looked at
             return h
 
-        return _flat_embed(self, error_dropped, ids, past_length)
+        return self._flat_forward(error_dropped, ids, past_length)
 
 
 class UntiedHeadCopy(JaxAdapter):
