@@ -1,0 +1,92 @@
+"""Do the bench's processes differ in transparent huge pages, and does that move their figures?
+
+Runs the bar shape's gather + add (B=8, T=1024, d=768, NumPy, one thread) and a 77 MB copy in
+fresh processes, alternating NumPy's huge pages on (its default: madvise(MADV_HUGEPAGE) for
+arrays over 4 MiB) and off (NUMPY_MADVISE_HUGEPAGE=0), and prints, per process, the share of
+each large array held in huge pages (AnonHugePages / Rss over the mappings the array spans,
+from /proc/self/smaps) beside the two medians. Linux only.
+
+    python reports/bench/huge-pages-per-process.py [PROCESSES_PER_SETTING]
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def huge_share(a: np.ndarray) -> float:
+    """AnonHugePages / Rss summed over the mappings that overlap a's buffer."""
+    lo_a = a.__array_interface__["data"][0]
+    hi_a = lo_a + a.nbytes
+    total = {"Rss": 0, "AnonHugePages": 0}
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            m = re.match(r"([0-9a-f]+)-([0-9a-f]+) ", line)
+            if m:  # numpy's madvise splits an array's mapping: its unaligned head is a mapping of its own
+                inside = int(m.group(1), 16) < hi_a and int(m.group(2), 16) > lo_a
+            elif inside:
+                key, value = line.split(":", 1)
+                if key in total:
+                    total[key] += int(value.split()[0])
+    return total["AnonHugePages"] / max(total["Rss"], 1)
+
+
+def median_ms(fn, warmup: int, rounds: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def one_process() -> str:
+    rng = np.random.default_rng(0)
+    wte = rng.standard_normal((50257, 768), dtype=np.float32)
+    wpe = rng.standard_normal((1024, 768), dtype=np.float32)
+    ids = rng.integers(0, 50257, size=(8, 1024))
+    h = np.empty((8, 1024, 768), np.float32)
+    src = np.ones((25000, 768), np.float32)  # written, so the copy reads real pages, not the zero page
+    dst = np.empty_like(src)
+
+    def gather_add():
+        np.take(wte, ids, axis=0, out=h)
+        np.add(h, wpe, out=h)
+
+    gather_ms = median_ms(gather_add, 20, 200)
+    copy_ms = median_ms(lambda: np.copyto(dst, src), 5, 50)
+    shares = " ".join(f"{name} {huge_share(a):4.0%}" for name, a in
+                      (("wte", wte), ("h", h), ("src", src), ("dst", dst)))
+    return f"huge pages: {shares}; gather + add {gather_ms:.2f} ms, copy {copy_ms:.2f} ms"
+
+
+def main(per_setting: int) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    rows = {"on": [], "off": []}
+    for _ in range(per_setting):
+        for setting in ("on", "off"):
+            env["NUMPY_MADVISE_HUGEPAGE"] = "1" if setting == "on" else "0"
+            out = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True,
+                                 text=True, check=True).stdout.strip()
+            rows[setting].append(out)
+            print(f"madvise {setting:>3}: {out}", flush=True)
+    for setting, lines in rows.items():
+        gathers = [float(re.search(r"gather \+ add ([\d.]+)", line).group(1)) for line in lines]
+        copies = [float(re.search(r"copy ([\d.]+)", line).group(1)) for line in lines]
+        print(f"huge pages {setting}: gather + add {min(gathers):.2f}-{max(gathers):.2f} ms "
+              f"(median {np.median(gathers):.2f}), copy {min(copies):.2f}-{max(copies):.2f} ms "
+              f"(median {np.median(copies):.2f}) over {len(lines)} processes")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--one"]:
+        print(one_process())
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
