@@ -27,7 +27,7 @@ def huge_share(a: np.ndarray) -> float:
     with open("/proc/self/smaps") as f:
         for line in f:
             m = re.match(r"([0-9a-f]+)-([0-9a-f]+) ", line)
-            if m:  # numpy's madvise splits an array's mapping: its unaligned head is a mapping of its own
+            if m:  # numpy madvises from the array's first page boundary on, which splits its mapping
                 inside = int(m.group(1), 16) < hi_a and int(m.group(2), 16) > lo_a
             elif inside:
                 key, value = line.split(":", 1)
