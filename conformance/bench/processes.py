@@ -5,10 +5,11 @@ code, a minute later on the same idle machine, gives a median 10-50% away (where
 outputs land in memory, what the allocator and the thread pools did before; not which pages are
 huge: on an idle machine every process got them and still spread,
 reports/bench/cpu-2026-12-06-huge-pages.md). The spread inside one process says nothing about
-that, so a regression gate that judges by it alone fails a run compared with itself. `bench --processes N` runs every backend's
-child N times, the backends interleaved round by round (so a slow minute of the machine falls
-on every backend, not on one), and each row keeps every process's median: its cross-process
-spread is what the gate (compare.py) and the bar lines (verdict.py) judge against.
+that, so a regression gate that judges by it alone fails a run compared with itself.
+`bench --processes N` runs every backend's child N times, the backends interleaved round by
+round (so a slow minute of the machine falls on every backend, not on one), and each row keeps
+every process's median: its cross-process spread is what the gate (compare.py) and the bar
+lines (verdict.py) judge against.
 
 A combined row's samples are all processes' samples together (its pytest-benchmark stats are
 theirs); "process_medians" lists each process's own median in the order they ran. A row's limit

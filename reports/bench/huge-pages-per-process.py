@@ -9,6 +9,7 @@ from /proc/self/smaps) beside the two medians. Linux only.
     python reports/bench/huge-pages-per-process.py [PROCESSES_PER_SETTING]
 """
 
+import json
 import os
 import re
 import subprocess
@@ -47,7 +48,7 @@ def median_ms(fn, warmup: int, rounds: int) -> float:
     return float(np.median(times)) * 1e3
 
 
-def one_process() -> str:
+def one_process() -> dict:
     rng = np.random.default_rng(0)
     wte = rng.standard_normal((50257, 768), dtype=np.float32)
     wpe = rng.standard_normal((1024, 768), dtype=np.float32)
@@ -60,33 +61,34 @@ def one_process() -> str:
         np.take(wte, ids, axis=0, out=h)
         np.add(h, wpe, out=h)
 
-    gather_ms = median_ms(gather_add, 20, 200)
-    copy_ms = median_ms(lambda: np.copyto(dst, src), 5, 50)
-    shares = " ".join(f"{name} {huge_share(a):4.0%}" for name, a in
-                      (("wte", wte), ("h", h), ("src", src), ("dst", dst)))
-    return f"huge pages: {shares}; gather + add {gather_ms:.2f} ms, copy {copy_ms:.2f} ms"
+    return {"gather_add_ms": median_ms(gather_add, 20, 200),
+            "copy_ms": median_ms(lambda: np.copyto(dst, src), 5, 50),
+            "huge": {name: huge_share(a) for name, a in (("wte", wte), ("h", h), ("src", src), ("dst", dst))}}
 
 
 def main(per_setting: int) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    rows = {"on": [], "off": []}
+    runs = {"on": [], "off": []}
     for _ in range(per_setting):
-        for setting in ("on", "off"):
+        for setting in runs:
             env["NUMPY_MADVISE_HUGEPAGE"] = "1" if setting == "on" else "0"
             out = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True,
-                                 text=True, check=True).stdout.strip()
-            rows[setting].append(out)
-            print(f"madvise {setting:>3}: {out}", flush=True)
-    for setting, lines in rows.items():
-        gathers = [float(re.search(r"gather \+ add ([\d.]+)", line).group(1)) for line in lines]
-        copies = [float(re.search(r"copy ([\d.]+)", line).group(1)) for line in lines]
+                                 text=True, check=True).stdout
+            run = json.loads(out)
+            runs[setting].append(run)
+            shares = " ".join(f"{name} {share:4.0%}" for name, share in run["huge"].items())
+            print(f"madvise {setting:>3}: huge pages: {shares}; gather + add {run['gather_add_ms']:.2f} ms, "
+                  f"copy {run['copy_ms']:.2f} ms", flush=True)
+    for setting, done in runs.items():
+        gathers = [run["gather_add_ms"] for run in done]
+        copies = [run["copy_ms"] for run in done]
         print(f"huge pages {setting}: gather + add {min(gathers):.2f}-{max(gathers):.2f} ms "
               f"(median {np.median(gathers):.2f}), copy {min(copies):.2f}-{max(copies):.2f} ms "
-              f"(median {np.median(copies):.2f}) over {len(lines)} processes")
+              f"(median {np.median(copies):.2f}) over {len(done)} processes")
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--one"]:
-        print(one_process())
+        print(json.dumps(one_process()))
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
