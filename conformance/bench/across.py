@@ -12,7 +12,8 @@ same processes as the row (bandwidth.py `matched`): the control. On a machine wh
 move between runs (a shared host's memory bandwidth: 29-42 GB/s for one stream in three idle
 runs here), a row doing the same kind of work cannot hold better than its control did, so the
 table puts the two side by side and says how many rows moved no more than their control (a
-row's own code slowing down moves it, not its limit).
+row's own code slowing down moves it, not its limit). A row's % of its limit, timed round by round
+beside its stream (verdict.py), is the figure meant to hold: the last line counts how many did.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def _rows(path: str) -> dict[str, dict]:
         extra = b.get("extra_info") or {}
         median = float(b["stats"]["median"])
         out[b["name"]] = {"median": median, "pct": extra.get("pct_of_limit"), "limit": extra.get("limit_gbps"),
+                          "paired": bool(extra.get("pct_of_limit_paired")),
                           "process_spread": cross_process_spread_pct(extra.get("process_medians_s") or (), median)}
     return out
 
@@ -75,6 +77,13 @@ def render(paths: list[str]) -> str:
         lines.append(f"| {name} | {ms} | {across_cell} | {limit_cell} | {processes} | {pct} |")
     summary = "; ".join(f"{agree[p]} of {counted} rows within {p:g}%" for p in AGREE_PCT)
     lines += ["", f"Medians across the {len(runs)} runs ({', '.join(paths)}): {summary}."]
+    pct_spreads = [spread_pct([run[n]["pct"] for run in runs]) for n in names
+                   if all(n in run and run[n]["pct"] for run in runs)]
+    if pct_spreads:
+        held = "; ".join(f"{sum(x <= p for x in pct_spreads)} of {len(pct_spreads)} within {p:g}%" for p in AGREE_PCT)
+        paired = sum(all(run.get(n, {}).get("paired") for run in runs) for n in names)
+        lines.append(f"Each row's % of its limit across the runs ({paired} of them timed round by round beside their "
+                     f"stream in every run): {held}.")
     if controls:
         lines.append(f"The machine itself: each row's limit (the same bytes streamed in the row's own processes) moved "
                      f"by a median of {statistics.median(controls):.1f}% and up to {max(controls):.1f}% across these "

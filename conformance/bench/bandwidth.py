@@ -141,6 +141,16 @@ def streams(read: int, write: int, pieces: int, reader: str = "max"):
     return [piece(k) for k in range(pieces)], 4 * (2 * copy_n + read_n + fill_n)
 
 
+def stream_call(read: int, write: int, threads: int, reader: str, pool=None):
+    """(call, bytes it moves): the streaming reference for R read and W written (streams) as one
+    callable, its pieces run on `pool` (a ThreadPoolExecutor of `threads` workers) where
+    threads > 1."""
+    runs, moved = streams(read, write, threads, reader)
+    if threads == 1:
+        return runs[0], moved
+    return (lambda: list(pool.map(lambda run: run(), runs))), moved
+
+
 def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float = 0.3,
             only: tuple[int, str] | None = None) -> dict:
     """The limit of a workload that must read `read` and write `write` bytes: GB/s of the
@@ -159,14 +169,11 @@ def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float 
     try:
         configs = [only] if only is not None else [(t, r) for t in sorted({1, cores}) for r in readers]
         for threads, reader in configs:
-            runs, moved = streams(read, write, threads, reader)
-            if threads == 1:
-                call = runs[0]
-            else:
+            if threads > 1 and pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                pool = pool or ThreadPoolExecutor(threads)  # numpy's copy, max and fill release the GIL
-                call = lambda: list(pool.map(lambda run: run(), runs))  # noqa: E731
+                pool = ThreadPoolExecutor(threads)  # numpy's copy, max and fill release the GIL
+            call, moved = stream_call(read, write, threads, reader, pool)
             t = timing.measure(call, min_rounds=rounds, max_rounds=max(rounds, 50), max_time=max_time, warmup=1,
                                before=flush)
             gbps = moved / t.median / 1e9
@@ -174,7 +181,7 @@ def matched(read: int, write: int, flush=None, rounds: int = 7, max_time: float 
             out[key] = max(out.get(key, 0.0), gbps)
             if best is None or gbps > best[0]:
                 best = (gbps, moved / max(t.samples) / 1e9, moved / min(t.samples) / 1e9, threads, reader)
-            del runs, call
+            del call
     finally:
         if pool is not None:
             pool.shutdown()

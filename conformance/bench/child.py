@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import statistics
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -26,6 +28,14 @@ BAR_MIN_ROUNDS = 60  # timed rounds at the bar shape, warm, in every run (quick 
 # a warm sample lasts at least this long (timing.measure's min_sample_s): a decode row's call is
 # 20-200 us, and a sample of one such call spread 20-75% around its median
 MIN_SAMPLE_S = 2e-3
+# rounds of a row each followed by a round of its limit's stream (timing.paired): the row's % of
+# its limit. Their ratio moved 0.3-3.8% between processes where the medians moved 10-14%.
+PAIRED_ROUNDS = 9
+PAIRED_ROUNDS_BAR = 15
+# each side of a pair runs this long untimed, then this long timed: a warm stream run once after
+# a row's call streamed 24-28 GB/s at the bar shape where run back to back it streamed 33-43 (the
+# cache refills over several passes); 10 ms blocks brought it to 29-38
+PAIRED_MIN_SAMPLE_S = 0.01
 
 
 def _hooks(backend: str):
@@ -120,6 +130,21 @@ def remeasure_limit(limits: dict, w: workloads.Workload, flush) -> None:
         other["gbps_max"] = fastest_round  # the fastest round of any measurement: what a model error is judged against
 
 
+def paired_pct(call, sync, w: workloads.Workload, limit: dict, flush, pool) -> dict:
+    """The row's % of its limit, round by round: its call and the stream of its limit's winning
+    configuration (threads, reader) timed in pairs (timing.paired), each pair's ratio scaled
+    from the stream's bytes to the row's least bytes; the median over the pairs. The row's own
+    median (measure) and the limit's (matched) are each timed in a block of their own, minutes
+    apart in a long run, and this machine's memory speed moves 10-50% between them."""
+    stream, moved = bandwidth.stream_call(limit["read"], limit["write"], limit["threads"], limit["reader"], pool)
+    pairs = timing.paired(call, stream, sync, rounds=PAIRED_ROUNDS_BAR if w.is_bar_shape else PAIRED_ROUNDS,
+                          before=flush if w.cache == "cold" else None, min_sample_s=PAIRED_MIN_SAMPLE_S)
+    scale = workloads.bytes_moved(w, limit["distinct_ids"]) / moved
+    ratios = sorted(100 * scale * ref / row for row, ref in pairs)
+    return {"pct": statistics.median(ratios), "rounds": len(pairs), "pct_q1": ratios[len(ratios) // 4],
+            "pct_q3": ratios[(3 * len(ratios)) // 4]}
+
+
 def implementation(backend: str) -> str:
     """What is timed, with versions: the adapter's implementation() where it has one (the
     third-party backends), else the project's reference and its framework's version."""
@@ -180,6 +205,16 @@ def run(request: dict) -> dict:
     modes = request.get("modes") or list(hooks.MODES)
     rounds = dict(min_rounds=request.get("min_rounds", 5), max_rounds=request.get("max_rounds", 30),
                   max_time=request.get("max_time", 2.0), warmup=request.get("warmup", 2))
+    pool = ThreadPoolExecutor(machine.cores())  # the paired streams' pieces (bandwidth.stream_call)
+    try:
+        _time_rows(result, hooks, plan, modes, rounds, device, kernels, flush, pool)
+    finally:
+        pool.shutdown()
+    return result
+
+
+def _time_rows(result, hooks, plan, modes, rounds, device, kernels, flush, pool) -> None:
+    backend = result["backend"]
     for d in sorted({w.n_embd for w in plan}):
         wte, wpe = tables(d)  # one size in memory at a time: the last size's tables are freed here
         for mode in modes:
@@ -213,6 +248,8 @@ def run(request: dict) -> dict:
                     rec.update(first_call_s=t.first_call_s, samples=t.samples, cpu_ratio=t.cpu_ratio,
                                faults_per_call=t.faults_per_call, calls_per_sample=t.calls_per_sample,
                                stats=t.stats())
+                    if kernels is None:
+                        rec["paired"] = paired_pct(call, sync, w, result["limits"][w.group], flush, pool)
                 except Exception as exc:  # noqa: BLE001
                     rec["error"] = f"{type(exc).__name__}: {exc}"[:500]
                     rec["traceback"] = traceback.format_exc()[-2000:]
@@ -220,9 +257,9 @@ def run(request: dict) -> dict:
                 if kernels is None and "stats" in rec:
                     remeasure_limit(result["limits"], w, flush)
                 print(f"  {backend:10s} {mode:13s} {w.name:16s} {w.shape_id:22s} "
-                      + (f"median {t.median * 1e3:9.3f} ms" if "stats" in rec else rec.get("error", "")), flush=True)
+                      + (f"median {t.median * 1e3:9.3f} ms" if "stats" in rec else rec.get("error", ""))
+                      + (f", {rec['paired']['pct']:5.1f}% of its limit paired" if "paired" in rec else ""), flush=True)
             del runner
-    return result
 
 
 def main(argv=None) -> int:

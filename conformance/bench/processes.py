@@ -12,7 +12,9 @@ every process's median: its cross-process spread is what the gate (compare.py) a
 lines (verdict.py) judge against.
 
 A combined row's samples are all processes' samples together (its pytest-benchmark stats are
-theirs); "process_medians" lists each process's own median in the order they ran. A row's limit
+theirs); "process_medians" lists each process's own median in the order they ran, and
+"process_paired" each process's % of its limit timed round by round beside it (child.py
+paired_pct). A row's limit
 is the median of its processes' measured limits. A process that failed makes the backend's
 result an error (the first one, naming its process); one that skipped makes it skipped.
 """
@@ -36,8 +38,10 @@ def _combined_record(recs: list[dict]) -> dict:
         return dict(failed, process_medians=[r["stats"]["median"] for r in timed])
     samples = [s for r in timed for s in r["samples"]]
     faults = [r["faults_per_call"] for r in timed if r.get("faults_per_call") is not None]
+    paired = [r["paired"] for r in timed if "paired" in r]
     return dict(timed[0], samples=samples, stats=summary(samples),
                 process_medians=[r["stats"]["median"] for r in timed],
+                process_paired=paired if len(paired) == len(timed) else None,
                 first_call_s=statistics.median(r["first_call_s"] for r in timed),
                 cpu_ratio=statistics.median(r["cpu_ratio"] for r in timed),
                 faults_per_call=max(faults) if faults else None)

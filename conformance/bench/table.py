@@ -13,7 +13,7 @@ from gpt2_conformance.bench.verdict import (CACHE_STATES, at_bar_shape, backend_
                                             faulting_modes, frameworks, model_errors)
 
 HEADER = ("workload", "shape", "backend", "mode", "median ms", "IQR ms", "processes", "min..max ms", "GB/s",
-          "% limit", "GFLOP/s", "first call ms", "threads", "faults/call", "check")
+          "% limit", "paired %", "GFLOP/s", "first call ms", "threads", "faults/call", "check")
 BUSY_THRESHOLD = 0.25  # cores other processes may use before the run is called busy
 
 
@@ -21,16 +21,16 @@ def _fmt_row(r: dict) -> tuple:
     w = r["workload"]
     if r.get("error"):
         return (w.name if w else r["group"], w.shape_id if w else "", r["backend"], r["mode"], "error", "", "", "",
-                "", "", "", "", "", "", r["error"][:60])
+                "", "", "", "", "", "", "", r["error"][:60])
     if w is None:  # time to verdict
         return ("time_to_verdict", "", r["backend"], "suite", f"{r['samples'][0] * 1e3:.0f}", "", "", "", "", "",
-                "", "", "", "", r.get("verdict", ""))
+                "", "", "", "", "", r.get("verdict", ""))
     st = r["stats"]
     return (w.name, w.shape_id, r["backend"], r["mode"] + (" *" if r["is_fastest_mode"] else ""),
             f"{st['median'] * 1e3:.3f}", f"{st['iqr'] * 1e3:.3f}", _processes(r),
             f"{st['min'] * 1e3:.3f}..{st['max'] * 1e3:.3f}",
             f"{r['gbps']:.1f}", "MODEL ERROR" if r.get("model_error") else f"{r['pct_limit']:.0f}%",
-            f"{r['gflops']:.1f}", f"{r['first_call_s'] * 1e3:.0f}",
+            "" if r.get("paired_pct") is None else f"{r['paired_pct']:.0f}%", f"{r['gflops']:.1f}", f"{r['first_call_s'] * 1e3:.0f}",
             f"{r['threads']:.2f}", "" if r.get("faults") is None else f"{r['faults']:.0f}", r["check"])
 
 
@@ -119,6 +119,14 @@ def load_line(meta: dict) -> str:
     return line
 
 
+def _paired(v: dict) -> str:
+    """The bar row's paired % (verdict.py: timed round by round beside its stream; what ranks)."""
+    if v.get("paired_pct") is None:
+        return ""
+    low, high = v["paired_range"]
+    return f"; paired with its stream {v['paired_pct']:.0f}%" + (f" ({low:.0f}..{high:.0f}%)" if high > low else "")
+
+
 def _bar_lines(verdict: dict) -> list[str]:
     lines = []
     for b in backend_order():
@@ -132,15 +140,15 @@ def _bar_lines(verdict: dict) -> list[str]:
             off = f"; without the check: {u['mode']} {u['median_ms']:.2f} ms, {u['pct']:.0f}%" if u else ""
             lines.append(f"{b}: fastest measured mode with the check on: {v['mode']} ({v['check']}) "
                          f"{v['median_ms']:.2f} ms, {v['gbps']:.1f} of {v['limit_gbps']:.1f} GB/s = "
-                         f"{v['pct']:.0f}% of the limit{spread}{faults}{need}{off}")
+                         f"{v['pct']:.0f}% of the limit{spread}{faults}{need}{_paired(v)}{off}")
     if "best" in verdict:
         v = verdict["best"]
+        by = f", paired {v['paired_pct']:.0f}%" if v.get("ranked_by") == "paired_pct" else ""
+        bar = f"{v['pct']:.0f}% of the limit{by} ({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)"
         if v.get("ranked", True):
-            lines.append(f"best framework: {v['backend']} {v['pct']:.0f}% "
-                         f"({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)")
+            lines.append(f"best framework: {v['backend']} {bar}")
         else:
-            lines.append(f"best framework: NOT RANKED: {v['why']}; highest median: {v['backend']} {v['pct']:.0f}% "
-                         f"({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)")
+            lines.append(f"best framework: NOT RANKED: {v['why']}; highest: {v['backend']} {bar}")
     return lines or ["no framework backend timed at this shape with its check on"]
 
 
@@ -203,7 +211,9 @@ class ConsoleTable:
             lines.append("  ".join(str(c).ljust(widths[i]) if i < len(widths) else str(c) for i, c in enumerate(row)))
         lines += ["", "* = the backend's declared fastest mode (the bar takes the fastest measured mode with the check "
                   "on); GB/s counts the least bytes in conformance/bench/workloads.py; % limit divides it by the row's "
-                  "own limit; processes = the row's median in each fresh process and (their spread); threads = process CPU "
+                  "own limit; paired % = the row against its limit's stream timed round by round beside it (what "
+                  "ranks: it holds from run to run; higher than % limit, the stream being slower between calls); "
+                  "processes = the row's median in each fresh process and (their spread); threads = process CPU "
                   "time / wall time; faults/call = minor page faults per timed call",
                   ""]
         steps = decode_steps(rows)
@@ -255,6 +265,9 @@ class MarkdownReport:
         out += ["", "`*` marks the backend's declared fastest mode; the bar takes the fastest measured mode with the "
                 "check on. GB/s counts the least bytes each workload must move (conformance/bench/workloads.py); "
                 "% limit divides it by the row's own limit; MODEL ERROR marks a row above 100% of it. "
+                "paired % sets the row against its limit's stream timed round by round beside it, each pair meeting "
+                "the same seconds of the machine: it holds from run to run and ranks frameworks; it is higher than "
+                "% limit, a stream run between a row's calls being slower than one run back to back. "
                 "threads = process CPU time / wall time over the steady state; faults/call = minor page faults per "
                 "timed call (a fresh output whose pages the allocator gave back to the OS faults in anew: see "
                 "`bench --malloc system`).",

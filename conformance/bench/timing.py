@@ -85,6 +85,44 @@ def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int 
     return timing
 
 
+def paired(call, reference, sync=lambda out: out, *, rounds: int, before=None, min_sample_s: float = 0.0
+           ) -> list[tuple[float, float]]:
+    """[(call's time, reference's time)] for `rounds` rounds, each a round of call() and, right
+    after it, a round of reference() (the row's streaming reference, bench/child.py): the two
+    meet the same machine, so their ratio holds where each alone drifts. On the idle 2-core
+    machines here the bar shape's NumPy gather + add and its stream each moved 10-14% between
+    fresh processes while their paired ratio moved 0.3-3.8% (reports/bench/). Each side's
+    timed round follows one untimed call of its own (warm: the call finds its own data in
+    cache, not the other's) or before() (cold: a flush), and lasts at least min_sample_s as
+    in measure()."""
+    def calibrated(fn):
+        fn_sync = lambda: sync(fn())  # noqa: E731
+        fn_sync()
+        if min_sample_s <= 0 or before is not None:
+            return fn_sync, 1
+        t0 = time.perf_counter()
+        fn_sync()
+        one = time.perf_counter() - t0
+        return fn_sync, max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_s / max(one, 1e-9))))
+
+    sides = [calibrated(call), calibrated(lambda: reference())]
+    out = []
+    for _ in range(rounds):
+        pair = []
+        for fn, n in sides:
+            if before is not None:
+                before()
+            else:
+                for _ in range(n):
+                    fn()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            pair.append((time.perf_counter() - t0) / n)
+        out.append(tuple(pair))
+    return out
+
+
 def _minor_faults() -> int:
     import resource
 

@@ -32,6 +32,8 @@ def test_child_runs_the_numpy_hooks():
     assert result["skipped"] is None and result["bandwidth"]["copy_gbps"] > 0
     assert {r["mode"] for r in result["records"]} == set(wl.modes_of("numpy"))
     assert all("stats" in r for r in result["records"])
+    # on the CPU every row is also timed round by round beside its limit's stream
+    assert all(r["paired"]["rounds"] == child.PAIRED_ROUNDS and r["paired"]["pct"] > 0 for r in result["records"])
 
 
 def test_numpy_hooks_compute_the_spec():

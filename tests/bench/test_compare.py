@@ -129,6 +129,9 @@ def test_across_runs_gives_each_rows_medians_and_their_spread(tmp_path, capsys):
     assert "| 10.000 | 10.500 | 12.000 | 20.0% | 0.0% |" in row, row
     assert "0 of 1 rows within 10%; 1 of 1 rows within 20%" in table
     assert "0 of 1 rows moved within 10% or no more than their limit did" in table
+    # the % of the limit moved as the medians did (20%); none of these rows was paired
+    assert "% of its limit across the runs (0 of them timed round by round beside their stream in every run): " \
+           "0 of 1 within 10%;" in table, table
     assert command.run(bench_args(tmp_path, "--across", *paths)) == 0
     assert "20.0%" in capsys.readouterr().out
     assert command.run(bench_args(tmp_path, "--across", paths[0])) == 2

@@ -55,3 +55,30 @@ def test_the_best_framework_is_named_only_beyond_the_spread():
     text = table.ConsoleTable().render(results, workload_rows(results), {"cores": 2, "other_load_cores": 0.0})
     assert "best framework: NOT RANKED: jax's slowest process" in text
     assert "71% of the limit (70..72% over its processes)" in text
+
+
+def _paired_framework(backend, process_pcts, paired_pcts):
+    """_framework, each process also timed round by round beside its stream at `paired_pcts`."""
+    runs = [child_result(backend, median=BAR_BYTES / 18e9 / (p / 100)) for p in process_pcts]
+    for run, paired in zip(runs, paired_pcts):
+        run["records"][0]["paired"] = {"pct": paired, "rounds": 9, "pct_q1": paired - 1, "pct_q3": paired + 1}
+    return processes.combine(runs)
+
+
+def test_frameworks_are_ranked_by_their_paired_pct_where_every_one_has_it():
+    """The paired % (a row against its stream timed round by round beside it) holds where the %
+    of a limit timed apart does not: it ranks, while the bar stays judged on the % of the limit."""
+    results = [_paired_framework("torch", (60, 75, 61), (80, 81, 80)), _paired_framework("jax", (70, 72, 71),
+                                                                                         (60, 61, 62))]
+    verdict = bar(workload_rows(results))
+    assert verdict["torch"]["paired_pct"] == 80 and verdict["torch"]["paired_range"] == (80, 81)
+    assert verdict["best"]["backend"] == "torch" and verdict["best"]["ranked"], verdict["best"]
+    assert verdict["best"]["pct"] == pytest.approx(61) and not verdict["best"]["meets"]
+    text = table.ConsoleTable().render(results, workload_rows(results), {"cores": 2, "other_load_cores": 0.0})
+    assert "best framework: torch 61% of the limit, paired 80% (BELOW the 90% bar)" in text, text
+    assert "paired with its stream 61% (60..62%)" in text
+    close = bar(workload_rows([_paired_framework("torch", (60, 75, 61), (70, 75, 71)),
+                               _paired_framework("jax", (70, 72, 71), (72, 74, 73))]))
+    assert not close["best"]["ranked"] and "(paired 72%) is not above torch's fastest (paired 75%)" in close["best"]["why"]
+    mixed = bar(workload_rows([_paired_framework("torch", (60, 62, 61), (90, 90, 90)), _framework("jax", (70, 72, 71))]))
+    assert mixed["best"]["backend"] == "jax" and mixed["best"]["ranked_by"] == "pct"  # one without: the % of the limit

@@ -86,3 +86,31 @@ def test_a_short_call_is_timed_in_samples_of_several_calls():
                              before=lambda: None)
     assert flushed.calls_per_sample == 1
     assert timing.measure(short, min_rounds=3, max_rounds=3, max_time=0, warmup=1).calls_per_sample == 1
+
+
+def test_paired_rounds_time_the_call_then_its_reference_each_after_its_own_warm_up():
+    """timing.paired: each round is a round of the call, then one of the reference, each timed
+    after an untimed block of its own (warm) or before() (cold); a reference twice as slow as the
+    call reads as a ratio of 2 in every pair."""
+    import time
+
+    from gpt2_conformance.bench import timing
+
+    order = []
+
+    def busy(seconds, name):
+        def run():
+            order.append(name)
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+        return run
+
+    pairs = timing.paired(busy(1e-3, "call"), busy(2e-3, "stream"), rounds=4)
+    assert len(pairs) == 4
+    assert all(1.6 < ref / call < 2.5 for call, ref in pairs), pairs
+    # calibration calls first, then per round: call warm-up, call timed, stream warm-up, stream timed
+    assert order[2:] == ["call", "call", "stream", "stream"] * 4, order
+    order.clear()
+    flushed = timing.paired(busy(1e-3, "call"), busy(2e-3, "stream"), rounds=2, before=lambda: order.append("flush"))
+    assert order[2:] == ["flush", "call", "flush", "stream"] * 2 and len(flushed) == 2, order
