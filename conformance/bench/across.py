@@ -33,7 +33,7 @@ def _rows(path: str) -> dict[str, dict]:
         extra = b.get("extra_info") or {}
         median = float(b["stats"]["median"])
         out[b["name"]] = {"median": median, "pct": extra.get("pct_of_limit"), "limit": extra.get("limit_gbps"),
-                          "paired": bool(extra.get("pct_of_limit_paired")),
+                          "paired": extra.get("pct_paired"),
                           "process_spread": cross_process_spread_pct(extra.get("process_medians_s") or (), median)}
     return out
 
@@ -77,13 +77,11 @@ def render(paths: list[str]) -> str:
         lines.append(f"| {name} | {ms} | {across_cell} | {limit_cell} | {processes} | {pct} |")
     summary = "; ".join(f"{agree[p]} of {counted} rows within {p:g}%" for p in AGREE_PCT)
     lines += ["", f"Medians across the {len(runs)} runs ({', '.join(paths)}): {summary}."]
-    pct_spreads = [spread_pct([run[n]["pct"] for run in runs]) for n in names
-                   if all(n in run and run[n]["pct"] for run in runs)]
-    if pct_spreads:
-        held = "; ".join(f"{sum(x <= p for x in pct_spreads)} of {len(pct_spreads)} within {p:g}%" for p in AGREE_PCT)
-        paired = sum(all(run.get(n, {}).get("paired") for run in runs) for n in names)
-        lines.append(f"Each row's % of its limit across the runs ({paired} of them timed round by round beside their "
-                     f"stream in every run): {held}.")
+    for key, what in (("pct", "% of its limit"), ("paired", "paired % (timed round by round beside its stream)")):
+        spreads = [spread_pct([run[n][key] for run in runs]) for n in names if all(run.get(n, {}).get(key) for run in runs)]
+        if spreads:
+            held = "; ".join(f"{sum(x <= p for x in spreads)} of {len(spreads)} within {p:g}%" for p in AGREE_PCT)
+            lines.append(f"Each row's {what} across the runs: {held}.")
     if controls:
         lines.append(f"The machine itself: each row's limit (the same bytes streamed in the row's own processes) moved "
                      f"by a median of {statistics.median(controls):.1f}% and up to {max(controls):.1f}% across these "

@@ -74,8 +74,7 @@ def row_fields(r: dict) -> dict:
             "device": r["device"], "median_s": r["stats"]["median"], "bytes_moved": r["bytes"],
             "distinct_ids": r.get("distinct_ids"), "gbps": r["gbps"], "limit_gbps": r["limit_gbps"],
             "limit_kind": r.get("limit_kind", ""), "pct_of_limit": r.get("pct_limit"),
-            "pct_of_limit_paired": r.get("paired", False), "process_pcts_of_limit": r.get("process_pcts"),
-            "pct_of_limit_unpaired": r.get("pct_limit_unpaired"),
+            "pct_paired": r.get("paired_pct"), "process_paired_pcts": r.get("process_paired_pcts"),
             "model_error": r.get("model_error"), "process_medians_s": r.get("process_medians"),
             "process_spread_pct": r.get("process_spread_pct")}
 

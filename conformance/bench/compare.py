@@ -36,6 +36,7 @@ failed.
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 
 from gpt2_conformance.bench.processes import cross_process_spread_pct
@@ -54,6 +55,7 @@ class Timed:
     q3: float
     faults: float | None = None
     process_medians: tuple[float, ...] = ()  # the median in each fresh process (`bench --processes`)
+    paired_pcts: tuple[float, ...] = ()  # each process's % of its limit timed beside it (verdict.py)
 
     @property
     def spread_pct(self) -> float:
@@ -97,7 +99,8 @@ def timed(data: dict) -> dict[str, Timed]:
         out[b.get("fullname") or b["name"]] = Timed(median, float(stats.get("q1", median)),
                                                     float(stats.get("q3", median)),
                                                     None if faults is None else float(faults),
-                                                    tuple(float(m) for m in extra.get("process_medians_s") or ()))
+                                                    tuple(float(m) for m in extra.get("process_medians_s") or ()),
+                                                    tuple(float(p) for p in extra.get("process_paired_pcts") or ()))
     return out
 
 
@@ -139,6 +142,8 @@ def judge(name: str, baseline: Timed, current: Timed, fail_above: float) -> Chan
             return Change(name, baseline, current, "UNJUDGEABLE",
                           f"{run} took {t.faults:,.0f} page faults per call (>= {FAULTS_UNJUDGEABLE}): it timed "
                           "fresh memory, not the code")
+    if len(baseline.paired_pcts) >= 2 and len(current.paired_pcts) >= 2:
+        return _judge_paired(name, baseline, current, fail_above)
     beyond = _beyond_spread(baseline, current, fail_above)
     if beyond is not None:  # a change beyond both runs' spread fails however noisy the rows are
         return Change(name, baseline, current, "REGRESSED", beyond)
@@ -159,6 +164,39 @@ def judge(name: str, baseline: Timed, current: Timed, fail_above: float) -> Chan
         return Change(name, baseline, current, "ok", f"within the two runs' spread (this run's fastest process is "
                                                      f"{closest:+.1f}% from the baseline's slowest)")
     return change
+
+
+def _slower_pct(baseline_pct: float, current_pct: float) -> float:
+    """How much slower the row is against its stream: a paired % from 60 to 50 is +20%."""
+    return 100.0 * (baseline_pct / current_pct - 1.0)
+
+
+def _judge_paired(name: str, baseline: Timed, current: Timed, fail_above: float) -> Change:
+    """A row timed round by round beside its stream in two or more processes of both runs: judged
+    on its paired % (module docstring), where the machine's drift between and within runs cancels.
+    The same rule as the medians': the change beyond PCT, and even this run's best process below
+    the baseline's worst by more than PCT or by the rows' own paired spread where that is wider."""
+    b, c = baseline.paired_pcts, current.paired_pcts
+    slower = _slower_pct(statistics.median(b), statistics.median(c))
+    spread = max(cross_process_spread_pct(b, statistics.median(b)), cross_process_spread_pct(c, statistics.median(c)))
+    bar = max(fail_above, spread)
+    closest = _slower_pct(min(b), max(c))
+    paired = f"paired % {statistics.median(b):.0f} -> {statistics.median(c):.0f} ({slower:+.1f}% slower against its stream)"
+    if slower > fail_above and closest > bar:
+        return Change(name, baseline, current, "REGRESSED",
+                      f"{paired}: even this run's best process is {closest:+.1f}% slower than the baseline's worst"
+                      + (f" (more than this row's own paired spread, {bar:.0f}%)" if bar > fail_above else ""))
+    if spread > fail_above:
+        return Change(name, baseline, current, "UNJUDGEABLE", f"{paired}: its processes' paired % span {spread:.0f}%, "
+                      f"wider than +{fail_above:g}%: only a change beyond it would fail")
+    if slower > fail_above:
+        return Change(name, baseline, current, "ok", f"{paired}: within the two runs' spread (this run's best "
+                                                     f"process is {closest:+.1f}% from the baseline's worst)")
+    return Change(name, baseline, current, "ok", paired if abs(pct_of(baseline, current)) > fail_above else "")
+
+
+def pct_of(baseline: Timed, current: Timed) -> float:
+    return 100.0 * (current.median - baseline.median) / baseline.median
 
 
 def _closest_pct(baseline: Timed, current: Timed) -> float:
@@ -206,7 +244,8 @@ def compare(baseline: dict[str, Timed], current: dict[str, Timed], fail_above: f
 def report(regressions, changes, missing, new, fail_above: float) -> str:
     unjudgeable = [c for c in changes if c.verdict == "UNJUDGEABLE"]
     lines = [f"compare: {len(changes)} workloads matched the baseline; a median more than +{fail_above:g}% "
-             "slower fails where it is beyond both runs' spread"]
+             "slower fails where it is beyond both runs' spread; a row timed beside its stream in several processes "
+             "of both runs is judged on its paired % instead (the machine's own drift cancels in it)"]
     for c in sorted(changes, key=lambda c: -c.pct):
         spreads = f"IQR {c.baseline.spread_pct:.0f}% -> {c.current.spread_pct:.0f}%"
         if c.baseline.process_medians or c.current.process_medians:

@@ -88,29 +88,30 @@ def test_a_short_call_is_timed_in_samples_of_several_calls():
     assert timing.measure(short, min_rounds=3, max_rounds=3, max_time=0, warmup=1).calls_per_sample == 1
 
 
-def test_paired_rounds_time_the_call_then_its_reference_each_after_its_own_warm_up():
+def test_paired_rounds_time_the_call_then_its_reference_each_after_its_own_warm_up(monkeypatch):
     """timing.paired: each round is a round of the call, then one of the reference, each timed
     after an untimed block of its own (warm) or before() (cold); a reference twice as slow as the
-    call reads as a ratio of 2 in every pair."""
-    import time
+    call reads as a ratio of 2 in every pair (a clock the calls advance: no real time is read)."""
+    import types
 
     from gpt2_conformance.bench import timing
 
-    order = []
+    now, order = [0.0], []
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
 
-    def busy(seconds, name):
+    def takes(seconds, name):
         def run():
             order.append(name)
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                pass
+            now[0] += seconds
         return run
 
-    pairs = timing.paired(busy(1e-3, "call"), busy(2e-3, "stream"), rounds=4)
-    assert len(pairs) == 4
-    assert all(1.6 < ref / call < 2.5 for call, ref in pairs), pairs
-    # calibration calls first, then per round: call warm-up, call timed, stream warm-up, stream timed
-    assert order[2:] == ["call", "call", "stream", "stream"] * 4, order
+    pairs = timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=4)
+    assert pairs == [(pytest.approx(1e-3), pytest.approx(2e-3))] * 4, pairs
+    # each side's calibration call first, then per round: call warm-up, call timed, stream warm-up, stream timed
+    assert order == ["call", "stream"] + ["call", "call", "stream", "stream"] * 4, order
     order.clear()
-    flushed = timing.paired(busy(1e-3, "call"), busy(2e-3, "stream"), rounds=2, before=lambda: order.append("flush"))
-    assert order[2:] == ["flush", "call", "flush", "stream"] * 2 and len(flushed) == 2, order
+    flushed = timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=2, before=lambda: order.append("flush"))
+    assert order == ["call", "stream"] + ["flush", "call", "flush", "stream"] * 2 and len(flushed) == 2, order
+    order.clear()
+    timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=1, min_sample_s=4e-3)
+    assert order.count("call") == 1 + 1 + 2 * 4 and order.count("stream") == 1 + 1 + 2 * 2, order  # 4 ms blocks
