@@ -25,6 +25,15 @@ fresh processes (`--processes N`) and the gate judges against that spread too:
   changes, not large ones.
 - ok: anything else, within the spread included.
 
+A row timed round by round beside its stream (its paired %, verdict.py) in two or more
+processes of both runs is judged on that instead, by the same rule: the paired % fell by more
+than PCT (as a slowdown: 60% -> 50% is +20% slower against its stream) and even this run's best
+process is below the baseline's worst by more than PCT, or by the rows' own paired spread where
+that is wider: REGRESSED; short of that, a paired spread across processes wider than PCT:
+UNJUDGEABLE. The machine's speed moves a row's median and the stream beside it together (its
+medians alone left 93 of 99 rows of an idle `bench --quick` UNJUDGEABLE at 10%), the code's
+speed moves only the row.
+
 `bench` times the backends of REGRESSED rows again in fresh processes before it fails a run
 (`--confirm`, command.py) and judges those rows once more on all their processes.
 
