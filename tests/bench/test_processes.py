@@ -82,3 +82,19 @@ def test_frameworks_are_ranked_by_their_paired_pct_where_every_one_has_it():
     assert not close["best"]["ranked"] and "(paired 72%) is not above torch's fastest (paired 75%)" in close["best"]["why"]
     mixed = bar(workload_rows([_paired_framework("torch", (60, 62, 61), (90, 90, 90)), _framework("jax", (70, 72, 71))]))
     assert mixed["best"]["backend"] == "jax" and mixed["best"]["ranked_by"] == "pct"  # one without: the % of the limit
+
+
+def test_each_frameworks_mode_at_the_bar_is_picked_by_its_paired_pct():
+    """Within one framework the mode shown is the one with the highest paired % (the figure that
+    holds), its % of the limit the bar's figure, even where another mode's % of the limit is higher."""
+    def two_modes(pcts, paired):
+        run = child_result("torch", median=BAR_BYTES / 18e9 / (pcts[0] / 100), modes=("suite", "compile"))
+        run["records"][1] = dict(run["records"][1], samples=[s * pcts[0] / pcts[1] for s in run["records"][1]["samples"]])
+        run["records"][1]["stats"] = dict(run["records"][1]["stats"], median=BAR_BYTES / 18e9 / (pcts[1] / 100))
+        for rec, p in zip(run["records"], paired):
+            rec["paired"] = {"pct": p, "rounds": 9, "pct_q1": p, "pct_q3": p}
+        return run
+
+    verdict = bar(workload_rows([two_modes((45, 40), (50, 70))]))
+    assert verdict["torch"]["mode"] == "compile" and verdict["torch"]["pct"] == pytest.approx(40)
+    assert verdict["torch"]["paired_pct"] == 70
