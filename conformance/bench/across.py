@@ -3,9 +3,10 @@
 Reads two or more bench.json files (pytest-benchmark JSON written by `bench`, one per run) and
 renders one Markdown table: each row's median in every run, its spread across the runs
 ((slowest - fastest run median) / fastest), its widest spread across processes inside one run,
-its % of the limit in every run, and how far its limit moved across the runs; then how many rows
-agree within 10% and 20%, and how far the machine itself moved. Nothing is timed: this reads
-what the runs wrote. A row missing from a run is shown as "-" and left out of the counts.
+its % of the limit in every run, how far its limit moved across the runs, and its paired % in
+every run with its spread across them; then how many rows agree within 10% and 20%, and how
+far the machine itself moved. Nothing is timed: this reads what the runs wrote. A row missing
+from a run is shown as "-" and left out of the counts.
 
 A row's limit is the machine streaming the same bytes in the same cache state, measured in the
 same processes as the row (bandwidth.py `matched`): the control. On a machine whose own streams
@@ -50,8 +51,9 @@ def render(paths: list[str]) -> str:
     names = list(dict.fromkeys(n for run in runs for n in run))
     head = " | ".join(f"run {i} ms" for i in range(1, len(runs) + 1))
     pcts = " | ".join(f"run {i} % limit" for i in range(1, len(runs) + 1))
-    lines = [f"| row | {head} | across runs | its limit across runs | widest across processes | {pcts} |",
-             "|---|" + "---|" * (2 * len(runs) + 3)]
+    paired_head = " | ".join(f"run {i} paired %" for i in range(1, len(runs) + 1))
+    lines = [f"| row | {head} | across runs | its limit across runs | widest across processes | {pcts} | "
+             f"{paired_head} | paired across runs |", "|---|" + "---|" * (3 * len(runs) + 4)]
     agree = {p: 0 for p in AGREE_PCT}
     counted = 0
     controls, within_control = [], 0
@@ -74,7 +76,10 @@ def render(paths: list[str]) -> str:
             across_cell = processes = "-"
             control = None
         limit_cell = "-" if control is None else f"{control:.1f}%"
-        lines.append(f"| {name} | {ms} | {across_cell} | {limit_cell} | {processes} | {pct} |")
+        paired = " | ".join("-" if c is None or not c["paired"] else f"{c['paired']:.0f}%" for c in cells)
+        paired_across = (f"{spread_pct([c['paired'] for c in cells]):.1f}%"
+                         if all(c is not None and c["paired"] for c in cells) else "-")
+        lines.append(f"| {name} | {ms} | {across_cell} | {limit_cell} | {processes} | {pct} | {paired} | {paired_across} |")
     summary = "; ".join(f"{agree[p]} of {counted} rows within {p:g}%" for p in AGREE_PCT)
     lines += ["", f"Medians across the {len(runs)} runs ({', '.join(paths)}): {summary}."]
     for key, what in (("pct", "% of its limit"), ("paired", "paired % (timed round by round beside its stream)")):

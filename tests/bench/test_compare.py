@@ -180,3 +180,19 @@ def test_across_runs_sets_each_rows_drift_beside_its_limits(tmp_path):
     steady_machine = across.render(paths((18.0, 18.0, 18.0), "steady"))
     assert "0 of 1 rows moved within 10% or no more than their limit did" in steady_machine
 
+
+
+def test_across_runs_sets_each_rows_paired_pct_beside_its_median(tmp_path):
+    """A row whose median moved 20% with the machine while its paired % (timed beside its stream)
+    held: the table shows the paired % of each run and its spread, and counts it as held."""
+    from gpt2_conformance.bench import across
+
+    paths = []
+    for i, (median, paired) in enumerate(((0.010, 60.0), (0.012, 61.0), (0.011, 60.5))):
+        result = child_result(median=median)
+        result["records"][0]["paired"] = {"pct": paired, "rounds": 9, "pct_q1": paired, "pct_q3": paired}
+        paths.append(write_outputs(tmp_path, [result], f"run{i}")[1]["json"])
+    table = across.render(paths)
+    assert "| 60% | 61% | 60% | 1.7% |" in table, table
+    assert "paired % (timed round by round beside its stream) across the runs: 1 of 1 within 10%" in table
+    assert "Medians across the 3 runs" in table and "0 of 1 rows within 10%" in table
