@@ -32,14 +32,17 @@ def _key(rec: dict) -> tuple:
 
 
 def _combined_record(recs: list[dict]) -> dict:
-    timed = [r for r in recs if "stats" in r]
-    if len(timed) < len(recs):  # a workload that failed in one process is an error, as in one process
-        failed = next(r for r in recs if "stats" not in r)
+    # a workload that failed in one process is an error, as in one process (its pairs may fail
+    # after its timing did: the record then has stats and an error)
+    timed = [r for r in recs if "stats" in r and not r.get("error")]
+    if len(timed) < len(recs):
+        failed = next(r for r in recs if r not in timed)
         return dict(failed, process_medians=[r["stats"]["median"] for r in timed])
     samples = [s for r in timed for s in r["samples"]]
     faults = [r["faults_per_call"] for r in timed if r.get("faults_per_call") is not None]
     paired = [r["paired"] for r in timed if "paired" in r]
-    return dict(timed[0], samples=samples, stats=summary(samples),
+    first = {k: v for k, v in timed[0].items() if k != "paired"}  # each process's pairs are in process_paired
+    return dict(first, samples=samples, stats=summary(samples),
                 process_medians=[r["stats"]["median"] for r in timed],
                 process_paired=paired if len(paired) == len(timed) else None,
                 first_call_s=statistics.median(r["first_call_s"] for r in timed),

@@ -95,8 +95,7 @@ def paired(call, reference, sync=lambda out: out, *, rounds: int, before=None, m
     timed round follows one untimed call of its own (warm: the call finds its own data in
     cache, not the other's) or before() (cold: a flush), and lasts at least min_sample_s as
     in measure()."""
-    def calibrated(fn):
-        fn_sync = lambda: sync(fn())  # noqa: E731
+    def calibrated(fn, fn_sync):
         fn_sync()
         if min_sample_s <= 0 or before is not None:
             return fn_sync, 1
@@ -105,7 +104,8 @@ def paired(call, reference, sync=lambda out: out, *, rounds: int, before=None, m
         one = time.perf_counter() - t0
         return fn_sync, max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_s / max(one, 1e-9))))
 
-    sides = [calibrated(call), calibrated(lambda: reference())]
+    # the row's sync waits for the row's output (a decode step's is a pair); the stream is numpy
+    sides = [calibrated(call, lambda: sync(call())), calibrated(reference, reference)]
     out = []
     for _ in range(rounds):
         pair = []

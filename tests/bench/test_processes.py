@@ -98,3 +98,17 @@ def test_each_frameworks_mode_at_the_bar_is_picked_by_its_paired_pct():
     verdict = bar(workload_rows([two_modes((45, 40), (50, 70))]))
     assert verdict["torch"]["mode"] == "compile" and verdict["torch"]["pct"] == pytest.approx(40)
     assert verdict["torch"]["paired_pct"] == 70
+
+
+def test_a_process_whose_pairs_failed_makes_the_row_an_error():
+    """A row timed in every process whose pairs with its stream raised in one of them (its record
+    then has stats and an error): the combined row is that error, never the other processes'
+    figures with one process's pairs."""
+    good = child_result("tensorflow", median=0.008)
+    good["records"][0]["paired"] = {"pct": 55.0, "rounds": 9, "pct_q1": 54.0, "pct_q3": 56.0}
+    failed = child_result("tensorflow", median=0.008)
+    failed["records"][0]["error"] = "TypeError: 'NoneType' object is not iterable"
+    (rec,) = processes.combine([good, failed, good])["records"]
+    assert rec["error"].startswith("TypeError") and len(rec["process_medians"]) == 2
+    (row,) = workload_rows([processes.combine([good, good])])
+    assert row["paired_pct"] == 55.0 and row["process_paired_pcts"] == [55.0, 55.0]

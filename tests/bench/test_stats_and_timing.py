@@ -115,3 +115,18 @@ def test_paired_rounds_time_the_call_then_its_reference_each_after_its_own_warm_
     order.clear()
     timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=1, min_sample_s=4e-3)
     assert order.count("call") == 1 + 1 + 2 * 4 and order.count("stream") == 1 + 1 + 2 * 2, order  # 4 ms blocks
+
+
+def test_paired_rounds_sync_the_call_never_the_stream():
+    """A decode step's sync waits for each part of its output (a pair); the stream returns None
+    (one thread) or a list of None: the row's sync must never be applied to it."""
+    from gpt2_conformance.bench import timing
+
+    synced = []
+
+    def step_sync(out):
+        synced.extend(out)  # raises on None, as a decode step's sync did on the stream's output
+        return out
+
+    pairs = timing.paired(lambda: ("h", "logits"), lambda: None, step_sync, rounds=2)
+    assert len(pairs) == 2 and set(synced) == {"h", "logits"}
