@@ -28,8 +28,9 @@ BAR_MIN_ROUNDS = 60  # timed rounds at the bar shape, warm, in every run (quick 
 # a warm sample lasts at least this long (timing.measure's min_sample_s): a decode row's call is
 # 20-200 us, and a sample of one such call spread 20-75% around its median
 MIN_SAMPLE_S = 2e-3
-# rounds of a row each followed by a round of its limit's stream (timing.paired): the row's % of
-# its limit. Their ratio moved 0.3-3.8% between processes where the medians moved 10-14%.
+# rounds of a row each followed by a round of its limit's stream (timing.paired): the row's paired
+# %. Their ratio moved 0.3-3.8% between processes where the medians moved 10-14%
+# (reports/bench/cpu-2026-12-06-paired-x3.md).
 PAIRED_ROUNDS = 9
 PAIRED_ROUNDS_BAR = 15
 # each side of a pair runs this long untimed, then this long timed: a warm stream run once after

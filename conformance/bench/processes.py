@@ -14,9 +14,9 @@ lines (verdict.py) judge against.
 A combined row's samples are all processes' samples together (its pytest-benchmark stats are
 theirs); "process_medians" lists each process's own median in the order they ran, and
 "process_paired" each process's % of its limit timed round by round beside it (child.py
-paired_pct). A row's limit
-is the median of its processes' measured limits. A process that failed makes the backend's
-result an error (the first one, naming its process); one that skipped makes it skipped.
+paired_pct). A row's limit is the median of its processes' measured limits. A process that
+failed makes the backend's result an error (the first one, naming its process); one that skipped
+makes it skipped.
 """
 
 from __future__ import annotations

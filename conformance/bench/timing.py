@@ -91,10 +91,10 @@ def paired(call, reference, sync=lambda out: out, *, rounds: int, before=None, m
     after it, a round of reference() (the row's streaming reference, bench/child.py): the two
     meet the same machine, so their ratio holds where each alone drifts. On the idle 2-core
     machines here the bar shape's NumPy gather + add and its stream each moved 10-14% between
-    fresh processes while their paired ratio moved 0.3-3.8% (reports/bench/). Each side's
-    timed round follows one untimed call of its own (warm: the call finds its own data in
-    cache, not the other's) or before() (cold: a flush), and lasts at least min_sample_s as
-    in measure()."""
+    fresh processes while their paired ratio moved 0.3-3.8%
+    (reports/bench/cpu-2026-12-06-paired-x3.md). Each side's timed round lasts at least
+    min_sample_s as in measure() and follows as many untimed calls of its own (warm: the call
+    finds its own data in cache, not the other's) or before() (cold: a flush)."""
     def calibrated(fn, fn_sync):
         fn_sync()
         if min_sample_s <= 0 or before is not None:
