@@ -79,11 +79,13 @@ def render(paths: list[str]) -> str:
         paired = " | ".join("-" if c is None or not c["paired"] else f"{c['paired']:.0f}%" for c in cells)
         paired_across = (f"{spread_pct([c['paired'] for c in cells]):.1f}%"
                          if all(c is not None and c["paired"] for c in cells) else "-")
-        lines.append(f"| {name} | {ms} | {across_cell} | {limit_cell} | {processes} | {pct} | {paired} | {paired_across} |")
+        lines.append(f"| {name} | {ms} | {across_cell} | {limit_cell} | {processes} | {pct} | {paired} "
+                     f"| {paired_across} |")
     summary = "; ".join(f"{agree[p]} of {counted} rows within {p:g}%" for p in AGREE_PCT)
     lines += ["", f"Medians across the {len(runs)} runs ({', '.join(paths)}): {summary}."]
     for key, what in (("pct", "% of its limit"), ("paired", "paired % (timed round by round beside its stream)")):
-        spreads = [spread_pct([run[n][key] for run in runs]) for n in names if all(run.get(n, {}).get(key) for run in runs)]
+        spreads = [spread_pct([run[n][key] for run in runs]) for n in names
+                   if all(run.get(n, {}).get(key) for run in runs)]
         if spreads:
             held = "; ".join(f"{sum(x <= p for x in spreads)} of {len(spreads)} within {p:g}%" for p in AGREE_PCT)
             lines.append(f"Each row's {what} across the runs: {held}.")

@@ -190,7 +190,8 @@ def _judge_paired(name: str, baseline: Timed, current: Timed, fail_above: float)
     spread = max(cross_process_spread_pct(b, statistics.median(b)), cross_process_spread_pct(c, statistics.median(c)))
     bar = max(fail_above, spread)
     closest = _slower_pct(min(b), max(c))
-    paired = f"paired % {statistics.median(b):.0f} -> {statistics.median(c):.0f} ({slower:+.1f}% slower against its stream)"
+    paired = (f"paired % {statistics.median(b):.0f} -> {statistics.median(c):.0f} ({slower:+.1f}% slower against "
+              "its stream)")
     if slower > fail_above and closest > bar:
         return Change(name, baseline, current, "REGRESSED",
                       f"{paired}: even this run's best process is {closest:+.1f}% slower than the baseline's worst"
@@ -201,11 +202,8 @@ def _judge_paired(name: str, baseline: Timed, current: Timed, fail_above: float)
     if slower > fail_above:
         return Change(name, baseline, current, "ok", f"{paired}: within the two runs' spread (this run's best "
                                                      f"process is {closest:+.1f}% from the baseline's worst)")
-    return Change(name, baseline, current, "ok", paired if abs(pct_of(baseline, current)) > fail_above else "")
-
-
-def pct_of(baseline: Timed, current: Timed) -> float:
-    return 100.0 * (current.median - baseline.median) / baseline.median
+    change = Change(name, baseline, current, "ok")
+    return change if abs(change.pct) <= fail_above else Change(name, baseline, current, "ok", paired)
 
 
 def _closest_pct(baseline: Timed, current: Timed) -> float:

@@ -30,7 +30,8 @@ def _fmt_row(r: dict) -> tuple:
             f"{st['median'] * 1e3:.3f}", f"{st['iqr'] * 1e3:.3f}", _processes(r),
             f"{st['min'] * 1e3:.3f}..{st['max'] * 1e3:.3f}",
             f"{r['gbps']:.1f}", "MODEL ERROR" if r.get("model_error") else f"{r['pct_limit']:.0f}%",
-            "" if r.get("paired_pct") is None else f"{r['paired_pct']:.0f}%", f"{r['gflops']:.1f}", f"{r['first_call_s'] * 1e3:.0f}",
+            "" if r.get("paired_pct") is None else f"{r['paired_pct']:.0f}%", f"{r['gflops']:.1f}",
+            f"{r['first_call_s'] * 1e3:.0f}",
             f"{r['threads']:.2f}", "" if r.get("faults") is None else f"{r['faults']:.0f}", r["check"])
 
 
@@ -144,7 +145,8 @@ def _bar_lines(verdict: dict) -> list[str]:
     if "best" in verdict:
         v = verdict["best"]
         by = f", paired {v['paired_pct']:.0f}%" if v.get("ranked_by") == "paired_pct" else ""
-        bar = f"{v['pct']:.0f}% of the limit{by} ({'meets' if v['meets'] else 'BELOW'} the {100 * wl.BEST_FRACTION:.0f}% bar)"
+        meets = "meets" if v["meets"] else "BELOW"
+        bar = f"{v['pct']:.0f}% of the limit{by} ({meets} the {100 * wl.BEST_FRACTION:.0f}% bar)"
         if v.get("ranked", True):
             lines.append(f"best framework: {v['backend']} {bar}")
         else:
