@@ -19,8 +19,8 @@ Where the child timed the row in pairs with its stream (on the CPU: child.paired
 also has a paired %: the median of those pairs' ratios, each process's, the median over
 processes being the row's. The row and its stream then meet the same seconds of the machine,
 so that % holds between processes and runs where the row's median and its limit, timed
-minutes apart, each move by more (across a run's processes the paired % spread a median of
-14-17% over the rows where the medians spread 24-26%; across three runs it held within 10% on
+minutes apart, each move by more (across one run's processes the paired % spread a median of
+11-16% over the rows where the medians spread 12-28%; across three runs it held within 10% on
 55 of 99 rows where the medians held on 34, reports/bench/cpu-2026-12-06-paired-x3.md): it is
 what ranks frameworks. It is not the bar's %: a stream run between blocks of a row is slower
 than the same stream run back to back (29-38 against 37-39 GB/s at the bar shape here,
