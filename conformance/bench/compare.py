@@ -159,11 +159,11 @@ def judge(name: str, baseline: Timed, current: Timed, fail_above: float) -> Chan
     for run, t in (("baseline", baseline), ("this run", current)):
         if t.spread_pct > fail_above:
             return Change(name, baseline, current, "UNJUDGEABLE",
-                          f"{run}'s own spread (IQR) is {t.spread_pct:.0f}% of its median, wider than "
+                          f"{run}'s own spread (IQR) is {t.spread_pct:.1f}% of its median, wider than "
                           f"+{fail_above:g}%: only a change beyond it would fail")
         if t.process_spread_pct > fail_above:
             return Change(name, baseline, current, "UNJUDGEABLE",
-                          f"{run}'s {len(t.process_medians)} processes' medians span {t.process_spread_pct:.0f}% of "
+                          f"{run}'s {len(t.process_medians)} processes' medians span {t.process_spread_pct:.1f}% of "
                           f"its median, wider than +{fail_above:g}%: only a change beyond it would fail")
     change = Change(name, baseline, current, "ok")
     if change.pct > fail_above:
@@ -190,14 +190,14 @@ def _judge_paired(name: str, baseline: Timed, current: Timed, fail_above: float)
     spread = max(cross_process_spread_pct(b, statistics.median(b)), cross_process_spread_pct(c, statistics.median(c)))
     bar = max(fail_above, spread)
     closest = _slower_pct(min(b), max(c))
-    paired = (f"paired % {statistics.median(b):.0f} -> {statistics.median(c):.0f} ({slower:+.1f}% slower against "
-              "its stream)")
+    paired = (f"paired % {statistics.median(b):.0f} -> {statistics.median(c):.0f} ({abs(slower):.1f}% "
+              f"{'slower' if slower > 0 else 'faster'} against its stream)")
     if slower > fail_above and closest > bar:
         return Change(name, baseline, current, "REGRESSED",
                       f"{paired}: even this run's best process is {closest:+.1f}% slower than the baseline's worst"
                       + (f" (more than this row's own paired spread, {bar:.0f}%)" if bar > fail_above else ""))
     if spread > fail_above:
-        return Change(name, baseline, current, "UNJUDGEABLE", f"{paired}: its processes' paired % span {spread:.0f}%, "
+        return Change(name, baseline, current, "UNJUDGEABLE", f"{paired}: its processes' paired % span {spread:.1f}%, "
                       f"wider than +{fail_above:g}%: only a change beyond it would fail")
     if slower > fail_above:
         return Change(name, baseline, current, "ok", f"{paired}: within the two runs' spread (this run's best "
