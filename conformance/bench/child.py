@@ -28,7 +28,7 @@ BAR_MIN_ROUNDS = 60  # timed rounds at the bar shape, warm, in every run (quick 
 # a warm sample lasts at least this long (timing.measure's min_sample_s): a decode row's call is
 # 20-200 us, and a sample of one such call spread 20-75% around its median
 MIN_SAMPLE_S = 2e-3
-# rounds of a row each followed by a round of its limit's stream (timing.paired): the row's paired
+# rounds of a row each followed by a round of its limit's streams (timing.paired): the row's paired
 # %. Their ratio moved 0.3-3.8% between processes where the medians moved 10-14%
 # (reports/bench/cpu-2026-12-06-paired-x3.md).
 PAIRED_ROUNDS = 9
@@ -132,18 +132,30 @@ def remeasure_limit(limits: dict, w: workloads.Workload, flush) -> None:
 
 
 def paired_pct(call, sync, w: workloads.Workload, limit: dict, flush, pool) -> dict:
-    """The row's % of its limit, round by round: its call and the stream of its limit's winning
-    configuration (threads, reader) timed in pairs (timing.paired), each pair's ratio scaled
-    from the stream's bytes to the row's least bytes; the median over the pairs. The row's own
-    median (measure) and the limit's (matched) are each timed in a block of their own, minutes
-    apart in a long run, and this machine's memory speed moves 10-50% between them."""
-    stream, moved = bandwidth.stream_call(limit["read"], limit["write"], limit["threads"], limit["reader"], pool)
-    pairs = timing.paired(call, stream, sync, rounds=PAIRED_ROUNDS_BAR if w.is_bar_shape else PAIRED_ROUNDS,
+    """The row's % of its limit, round by round: its call and its limit's stream (the limit's
+    reader) on one thread and on every core timed in pairs (timing.paired); in each pair the
+    faster stream is the limit at that moment, and the ratio is scaled from the stream's bytes
+    to the row's least bytes; the median over the pairs. The row's own median (measure) and the
+    limit's (matched) are each timed in a block of their own, minutes apart in a long run, and
+    this machine's memory speed moves 10-50% between them. Both thread counts in every pair,
+    not the one that won at the start of the process: which one is faster moves with the
+    machine (both cores streamed the bar shape's bytes 0.66-1.66x as fast as one, from one fresh
+    process to the next), and a row paired with the slower one reads high. Against the faster
+    in each pair, torch's bar row spread 30% over six processes where against the stream that
+    won at the start it spread 41%; NumPy's 28% and 46% against 35% and 46%: the rest is the
+    machine (reports/bench/cpu-2026-12-06-threads.md)."""
+    thread_counts = sorted({1, machine.cores()})
+    streams = [bandwidth.stream_call(limit["read"], limit["write"], threads, limit["reader"], pool)
+               for threads in thread_counts]
+    moved = streams[0][1]  # every split of the stream moves the same bytes
+    pairs = timing.paired(call, [stream for stream, _ in streams], sync,
+                          rounds=PAIRED_ROUNDS_BAR if w.is_bar_shape else PAIRED_ROUNDS,
                           before=flush if w.cache == "cold" else None, min_sample_s=PAIRED_MIN_SAMPLE_S)
     scale = workloads.bytes_moved(w, limit["distinct_ids"]) / moved
-    ratios = sorted(100 * scale * ref / row for row, ref in pairs)
-    return {"pct": statistics.median(ratios), "rounds": len(pairs), "pct_q1": ratios[len(ratios) // 4],
-            "pct_q3": ratios[(3 * len(ratios)) // 4]}
+    ratios = [100 * scale * min(refs) / row for row, *refs in pairs]
+    won = [thread_counts[refs.index(min(refs))] for _, *refs in pairs]
+    return {"pct": statistics.median(ratios), "rounds": len(pairs),
+            "faster_stream_threads": {str(t): won.count(t) for t in thread_counts}}
 
 
 def implementation(backend: str) -> str:

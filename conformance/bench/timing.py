@@ -58,10 +58,7 @@ def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int 
     for _ in range(warmup):
         sync(call())
     if min_sample_s > 0 and before is None:
-        t0 = time.perf_counter()
-        sync(call())
-        one = time.perf_counter() - t0
-        timing.calls_per_sample = max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_s / max(one, 1e-9))))
+        timing.calls_per_sample = _calls_per_sample(lambda: sync(call()), min_sample_s)
     calls = range(timing.calls_per_sample)
     wall = cpu = 0.0
     faults = 0
@@ -85,31 +82,28 @@ def measure(call, sync=lambda out: out, *, min_rounds: int = 5, max_rounds: int 
     return timing
 
 
-def paired(call, reference, sync=lambda out: out, *, rounds: int, before=None, min_sample_s: float = 0.0
-           ) -> list[tuple[float, float]]:
-    """[(call's time, reference's time)] for `rounds` rounds, each a round of call() and, right
-    after it, a round of reference() (the row's streaming reference, bench/child.py): the two
-    meet the same machine, so their ratio holds where each alone drifts. On the idle 2-core
-    machines here the bar shape's NumPy gather + add and its stream each moved 10-14% between
-    fresh processes while their paired ratio moved 0.3-3.8%
-    (reports/bench/cpu-2026-12-06-paired-x3.md). Each side's timed round lasts at least
-    min_sample_s as in measure() and follows as many untimed calls of its own (warm: the call
-    finds its own data in cache, not the other's) or before() (cold: a flush)."""
-    def calibrated(fn, fn_sync):
-        fn_sync()
-        if min_sample_s <= 0 or before is not None:
-            return fn_sync, 1
-        t0 = time.perf_counter()
-        fn_sync()
-        one = time.perf_counter() - t0
-        return fn_sync, max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_s / max(one, 1e-9))))
-
-    # the row's sync waits for the row's output (a decode step's is a pair); the stream is numpy
-    sides = [calibrated(call, lambda: sync(call())), calibrated(reference, reference)]
+def paired(call, references, sync=lambda out: out, *, rounds: int, before=None, min_sample_s: float = 0.0,
+           settle=None) -> list[tuple[float, ...]]:
+    """[(call's time, each reference's time)] for `rounds` rounds, each a round of call() and,
+    right after it, a round of each reference (the row's streaming references, bench/child.py):
+    they meet the same machine, so their ratio holds better than either alone. Each side's timed
+    round lasts at least min_sample_s as in measure() and follows as many untimed calls of its
+    own (warm: the call finds its own data in cache, not the other's) or before() (cold: a
+    flush). A reference's side starts once the row's threads have gone idle (settle, default
+    quiet()), so a reference never shares the cores with what the row left spinning."""
+    settle = quiet if settle is None else settle
+    # the row's sync waits for the row's output (a decode step's is a pair); the streams are numpy
+    sides = [lambda: sync(call()), *references]
+    for fn in sides:
+        fn()
+    counts = [1 if before is not None or min_sample_s <= 0 else _calls_per_sample(fn, min_sample_s)
+              for fn in sides]
     out = []
     for _ in range(rounds):
         pair = []
-        for fn, n in sides:
+        for k, (fn, n) in enumerate(zip(sides, counts)):
+            if k > 0:
+                settle()
             if before is not None:
                 before()
             else:
@@ -121,6 +115,35 @@ def paired(call, reference, sync=lambda out: out, *, rounds: int, before=None, m
             pair.append((time.perf_counter() - t0) / n)
         out.append(tuple(pair))
     return out
+
+
+def _calls_per_sample(fn, min_sample_s: float) -> int:
+    """How many calls of fn in a row last min_sample_s, by one call timed now (at most
+    MAX_CALLS_PER_SAMPLE)."""
+    t0 = time.perf_counter()
+    fn()
+    one = time.perf_counter() - t0
+    return max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_s / max(one, 1e-9))))
+
+
+QUIET_STEP_S = 0.002
+QUIET_MAX_S = 0.1
+
+
+def quiet(step: float = QUIET_STEP_S, max_wait: float = QUIET_MAX_S) -> float:
+    """Sleep until no thread of this process ran for `step` seconds (at most max_wait); returns
+    the seconds slept. torch's OpenMP workers keep spinning after each parallel region (9-11 ms
+    of CPU over the first 8 ms after a bar-shape call on the 2-core machine here, then none): a
+    reference timed in that window would share the cores with them
+    (reports/bench/cpu-2026-12-06-threads.md)."""
+    waited = 0.0
+    while waited < max_wait:
+        cpu0 = time.process_time()
+        time.sleep(step)
+        waited += step
+        if time.process_time() - cpu0 < step / 4:
+            break
+    return waited
 
 
 def _minor_faults() -> int:

@@ -105,16 +105,25 @@ def test_paired_rounds_time_the_call_then_its_reference_each_after_its_own_warm_
             now[0] += seconds
         return run
 
-    pairs = timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=4)
+    settle = lambda: order.append("settle")  # noqa: E731
+    pairs = timing.paired(takes(1e-3, "call"), [takes(2e-3, "stream")], rounds=4, settle=settle)
     assert pairs == [(pytest.approx(1e-3), pytest.approx(2e-3))] * 4, pairs
-    # each side's calibration call first, then per round: call warm-up, call timed, stream warm-up, stream timed
-    assert order == ["call", "stream"] + ["call", "call", "stream", "stream"] * 4, order
+    # each side's calibration call first, then per round: call warm-up, call timed, the row's
+    # threads left to go idle, stream warm-up, stream timed
+    assert order == ["call", "stream"] + ["call", "call", "settle", "stream", "stream"] * 4, order
     order.clear()
-    flushed = timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=2, before=lambda: order.append("flush"))
-    assert order == ["call", "stream"] + ["flush", "call", "flush", "stream"] * 2 and len(flushed) == 2, order
+    flushed = timing.paired(takes(1e-3, "call"), [takes(2e-3, "stream")], rounds=2, before=lambda: order.append("flush"),
+                            settle=settle)
+    assert order == ["call", "stream"] + ["flush", "call", "settle", "flush", "stream"] * 2 and len(flushed) == 2, order
     order.clear()
-    timing.paired(takes(1e-3, "call"), takes(2e-3, "stream"), rounds=1, min_sample_s=4e-3)
+    timing.paired(takes(1e-3, "call"), [takes(2e-3, "stream")], rounds=1, min_sample_s=4e-3, settle=lambda: None)
     assert order.count("call") == 1 + 1 + 2 * 4 and order.count("stream") == 1 + 1 + 2 * 2, order  # 4 ms blocks
+    order.clear()
+    two = timing.paired(takes(1e-3, "call"), [takes(2e-3, "one thread"), takes(1.5e-3, "all cores")], rounds=2,
+                        settle=settle)
+    assert two == [(pytest.approx(1e-3), pytest.approx(2e-3), pytest.approx(1.5e-3))] * 2, two
+    assert order == ["call", "one thread", "all cores"] + ["call", "call", "settle", "one thread", "one thread",
+                                                           "settle", "all cores", "all cores"] * 2, order
 
 
 def test_paired_rounds_sync_the_call_never_the_stream():
@@ -128,5 +137,28 @@ def test_paired_rounds_sync_the_call_never_the_stream():
         synced.extend(out)  # raises on None, as a decode step's sync did on the stream's output
         return out
 
-    pairs = timing.paired(lambda: ("h", "logits"), lambda: None, step_sync, rounds=2)
+    pairs = timing.paired(lambda: ("h", "logits"), [lambda: None], step_sync, rounds=2)
     assert len(pairs) == 2 and set(synced) == {"h", "logits"}
+
+
+def test_quiet_sleeps_until_no_thread_of_the_process_ran_for_a_step(monkeypatch):
+    """timing.quiet: a thread left spinning (here: CPU time that grows through the first three
+    2 ms sleeps, as torch's OpenMP workers after a call) is waited out, one step at a time,
+    and never for longer than max_wait (a clock the sleeps advance: no real time passes)."""
+    import types
+
+    from gpt2_conformance.bench import timing
+
+    clock = {"wall": 0.0, "cpu": 0.0, "spin_until": 0.006}
+
+    def sleep(seconds):
+        spinning = max(0.0, min(seconds, clock["spin_until"] - clock["wall"]))
+        clock["wall"] += seconds
+        clock["cpu"] += spinning
+
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(sleep=sleep, process_time=lambda: clock["cpu"]))
+    assert timing.quiet(step=0.002, max_wait=0.1) == pytest.approx(0.008)  # 3 spinning steps, then a quiet one
+    clock.update(wall=0.0, spin_until=1.0)
+    assert timing.quiet(step=0.002, max_wait=0.01) == pytest.approx(0.01)  # never quiet: gives up at max_wait
+    clock.update(wall=0.0, spin_until=0.0)
+    assert timing.quiet(step=0.002, max_wait=0.1) == pytest.approx(0.002)
