@@ -29,8 +29,9 @@ BAR_MIN_ROUNDS = 60  # timed rounds at the bar shape, warm, in every run (quick 
 # 20-200 us, and a sample of one such call spread 20-75% around its median
 MIN_SAMPLE_S = 2e-3
 # rounds of a row each followed by a round of its limit's streams (timing.paired): the row's paired
-# %. Their ratio moved 0.3-3.8% between processes where the medians moved 10-14%
-# (reports/bench/cpu-2026-12-06-paired-x3.md).
+# %. A throwaway script's one-thread gather beside a one-thread stream, 300 pairs a process, moved
+# 0.3-3.8% between processes where the medians moved 10-14% (reports/bench/cpu-2026-12-06-paired-x3.md);
+# the bar shape on both cores still moved 28-46% (reports/bench/cpu-2026-12-06-threads.md)
 PAIRED_ROUNDS = 9
 PAIRED_ROUNDS_BAR = 15
 # each side of a pair runs this long untimed, then this long timed: a warm stream run once after
@@ -153,9 +154,7 @@ def paired_pct(call, sync, w: workloads.Workload, limit: dict, flush, pool) -> d
                           before=flush if w.cache == "cold" else None, min_sample_s=PAIRED_MIN_SAMPLE_S)
     scale = workloads.bytes_moved(w, limit["distinct_ids"]) / moved
     ratios = [100 * scale * min(refs) / row for row, *refs in pairs]
-    won = [thread_counts[refs.index(min(refs))] for _, *refs in pairs]
-    return {"pct": statistics.median(ratios), "rounds": len(pairs),
-            "faster_stream_threads": {str(t): won.count(t) for t in thread_counts}}
+    return {"pct": statistics.median(ratios), "rounds": len(pairs)}
 
 
 def implementation(backend: str) -> str:
