@@ -62,7 +62,7 @@ def add_parser(subparsers) -> None:
                         "are timed through their native hooks (conformance/bench/native.py) and the Adapter API")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--quick", action="store_true", help="the bar shape and one of each other workload, few rounds, "
-                                                        "no time-to-verdict (7-8 minutes on 2 cores with 3 processes "
+                                                        "no time-to-verdict (8-10 minutes on 2 cores with 3 processes "
                                                         "per backend)")
     p.add_argument("--mode", action="append", dest="modes", help="only this mode (repeatable; default: all)")
     p.add_argument("--sizes", type=_sizes, metavar="D[,D...]",
