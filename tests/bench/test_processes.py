@@ -98,6 +98,12 @@ def test_each_frameworks_mode_at_the_bar_is_picked_by_its_paired_pct():
     verdict = bar(workload_rows([two_modes((45, 40), (50, 70))]))
     assert verdict["torch"]["mode"] == "compile" and verdict["torch"]["pct"] == pytest.approx(40)
     assert verdict["torch"]["paired_pct"] == 70
+    # a mode without a paired % is never weighed against another's paired % (that reads higher):
+    # then every mode is picked by its % of the limit
+    one_unpaired = two_modes((45, 40), (50, 70))
+    del one_unpaired["records"][0]["paired"]
+    verdict = bar(workload_rows([one_unpaired]))
+    assert verdict["torch"]["mode"] == "suite" and verdict["torch"]["pct"] == pytest.approx(45), verdict["torch"]
 
 
 def test_a_process_whose_pairs_failed_makes_the_row_an_error():
