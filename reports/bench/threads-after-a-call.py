@@ -17,7 +17,6 @@ Needs the project and torch installed (pip install -c constraints.txt -e '.[torc
 """
 
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -27,11 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from gpt2_conformance.bench import bandwidth, child, timing, workloads
 
 BAR = workloads.Workload("forward", "prefill", 8, 1024, 768)
-
-
-def cpu_seconds() -> float:
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    return use.ru_utime + use.ru_stime
 
 
 def bar_call(backend: str, mode: str):
@@ -48,10 +42,10 @@ def cpu_after_a_call(trials: int = 3) -> None:
         call()
     for trial in range(trials):
         call()
-        cpu0, wall0, marks = cpu_seconds(), time.perf_counter(), []
+        cpu0, wall0, marks = time.process_time(), time.perf_counter(), []
         while time.perf_counter() - wall0 < 0.03:
             time.sleep(0.002)
-            marks.append(f"{(time.perf_counter() - wall0) * 1e3:.0f} ms: {(cpu_seconds() - cpu0) * 1e3:.1f}")
+            marks.append(f"{(time.perf_counter() - wall0) * 1e3:.0f} ms: {(time.process_time() - cpu0) * 1e3:.1f}")
         print(f"torch, CPU ms used since its call returned, trial {trial + 1}: " + ", ".join(marks), flush=True)
 
 
