@@ -1,11 +1,13 @@
 """One backend timed in several fresh processes: their results combined into one.
 
 Why: within one process a row's samples can agree to 1% while the next process of the same
-code, a minute later on the same idle machine, gives a median 10-50% away (where the tables and
-outputs land in memory, what the allocator and the thread pools did before; not which pages are
-huge: on an idle machine every process got them and still spread,
-reports/bench/cpu-2026-12-06-huge-pages.md). The spread inside one process says nothing about
-that, so a regression gate that judges by it alone fails a run compared with itself.
+code, a minute later on the same idle machine, gives a median 10-50% away. Mostly the machine
+moving in time: the bar shape's stream moved 35-51% within 18 s of one process, as much as
+between fresh processes, while six buffers of one process streamed within 1-17% of each other
+(reports/bench/cpu-2026-12-06-memory-drift.md); nor is it which pages are huge (every process
+got them and still spread, reports/bench/cpu-2026-12-06-huge-pages.md). A row timed in one block
+of a second or two meets one moment of that drift, so the spread inside one process says nothing
+about the next, and a regression gate that judges by it alone fails a run compared with itself.
 `bench --processes N` runs every backend's child N times, the backends interleaved round by
 round (so a slow minute of the machine falls on every backend, not on one), and each row keeps
 every process's median: its cross-process spread is what the gate (compare.py) and the bar
