@@ -34,14 +34,15 @@ import numpy as np
 
 from gpt2_conformance.bench import bandwidth, child, timing, workloads
 from gpt2_conformance.bench.command import MALLOC_ENV
+from gpt2_conformance.bench.processes import cross_process_spread_pct
 
 BAR = workloads.Workload("forward", "prefill", 8, 1024, 768)
 BUFFER_FLOATS = (48 << 20) // 4
 
 
 def spread(values) -> float:
-    """(max - min) / median, in %."""
-    return 100 * (max(values) - min(values)) / statistics.median(values)
+    """(max - min) / median, in %: the bench's spread between processes, applied to blocks and buffers too."""
+    return cross_process_spread_pct(values, statistics.median(values))
 
 
 def placement(pool, buffers: int = 6, rounds: int = 15) -> dict:

@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from gpt2_conformance.bench import bandwidth, child, timing, workloads
+from gpt2_conformance.bench.processes import cross_process_spread_pct
 
 BAR = workloads.Workload("forward", "prefill", 8, 1024, 768)
 
@@ -84,7 +85,7 @@ def main(processes: int, backend: str, mode: str) -> None:
                       ("two_over_one", "2 threads / 1 thread")):
         values = [r[key] for r in runs]
         print(f"{what}: {min(values):.2f}..{max(values):.2f} (median {statistics.median(values):.2f}, "
-              f"spread {100 * (max(values) - min(values)) / statistics.median(values):.0f}%)")
+              f"spread {cross_process_spread_pct(values, statistics.median(values)):.0f}%)")
 
 
 if __name__ == "__main__":
