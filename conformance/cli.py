@@ -81,17 +81,20 @@ def run(args) -> int:
         return 0
     from gpt2_conformance import registry
 
+    broken = registry.broken() if args.long else {}
     for name in registry.available():
         if not args.long:
             print(name)
             continue
         found = registry.entry(name)
-        if found is None:
-            print(f"{name}  plug-in")
+        if found is None:  # an adapter plug-in (a factory, no entry), or one that cannot be used
+            state = f"broken: {broken[name]}" if name in broken else f"adapter {registry.plugin_value(name)}"
+            print(f"{name:<22} {'plug-in':<10} {state}")
             continue
-        lacking = registry.missing_framework(name)
+        lacking, missing = registry.missing_framework(name), registry.adapter_missing(name)
         install = registry.install_command(found)
-        state = "installed" if lacking is None else f"not installed: {lacking} missing ({install})"
+        state = f"not installed: {lacking} missing ({install})" if lacking else f"broken: {missing}" if missing \
+            else "installed"
         print(f"{name:<22} {found.kind:<10} {state}")
     return 0
 
@@ -139,7 +142,11 @@ def _unwritable_output(args) -> str | None:
         try:
             tempfile.TemporaryFile(dir=existing).close()
         except OSError as exc:
-            return f"{option} {path}: cannot write in {existing} ({exc.strerror or exc})"
+            why = exc.strerror or exc
+            if existing == os.path.abspath(path):
+                return f"{option} {path}: this folder cannot be written ({why}); give a folder you can write"
+            return (f"{option} {path}: this folder cannot be made, as {existing}, the nearest folder that exists, "
+                    f"cannot be written ({why}); give a folder you can write")
     return None
 
 

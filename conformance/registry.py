@@ -2,7 +2,8 @@
 
 - the built-in entries: gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND;
 - installed packages' entries, the same Backend type: entry-point group `gpt2_conformance.backends`,
-  each value a module holding BACKEND (name, adapter, requires, kind, waivers, bench modes);
+  each value a module holding BACKEND (name, adapter, requires, kind, waivers, bench modes): a
+  package, or a plain module inside one (its names are then relative to that package);
 - installed plug-ins that give a factory only: entry-point group `gpt2_conformance.adapters`;
 - or an explicit "package.module:factory".
 
@@ -27,23 +28,93 @@ NUMPY_REFERENCE = "numpy"  # parity compares every backend with it; the bench's 
 
 
 @functools.cache
-def builtin() -> dict[str, Backend]:
-    """name -> entry for every backend with a registry entry: the built-ins in FOLDERS order,
-    then the entries installed packages register (sorted by name)."""
+def _entries() -> tuple[dict[str, Backend], dict[str, str], dict[str, object]]:
+    """(name -> entry, name -> why a plug-in's entry cannot be used, name -> a plug-in entry's
+    entry point, to name it in messages). A broken plug-in costs its own name only: every other
+    backend, and `list`, work on, and naming it gives one line that says which entry point and
+    distribution to fix."""
     from gpt2_conformance.backends import FOLDERS
 
-    packages = [f"{BACKENDS_PACKAGE}.{folder}" for folder in FOLDERS]
-    packages += [ep.value for ep in sorted(entry_points(group=BACKEND_ENTRY_POINT_GROUP), key=lambda e: e.name)]
-    out = {}
-    for package in packages:
-        entry = importlib.import_module(package).BACKEND
-        if not isinstance(entry, Backend):
-            raise TypeError(f"{package}.BACKEND is a {type(entry).__name__}, not a gpt2_conformance.api.backend.Backend")
-        object.__setattr__(entry, "package", package)  # frozen: the folder is known only here
-        if entry.name in out:
-            raise ValueError(f"two backends are named {entry.name!r} ({out[entry.name].package}, {package})")
-        out[entry.name] = entry
-    return out
+    out: dict[str, Backend] = {}
+    for folder in FOLDERS:  # ours: a broken built-in is the suite's bug, raised as it is
+        _add(out, f"{BACKENDS_PACKAGE}.{folder}", importlib.import_module(f"{BACKENDS_PACKAGE}.{folder}").BACKEND)
+    broken: dict[str, str] = {}
+    origins: dict[str, object] = {}
+    for ep in sorted(entry_points(group=BACKEND_ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            package, found = _plugin_entry(ep)
+            _add(out, package, found)
+            origins[found.name] = ep
+        except (ImportError, TypeError, ValueError) as exc:
+            broken[ep.name] = f"{_describe(ep)}: {exc}"
+    return out, broken, origins
+
+
+def _add(out: dict[str, Backend], package: str, found) -> None:
+    if not isinstance(found, Backend):
+        raise TypeError(f"{package}.BACKEND is a {type(found).__name__}, not a gpt2_conformance.api.backend.Backend")
+    object.__setattr__(found, "package", package)  # frozen: the folder is known only here
+    if found.name in out:
+        raise ValueError(f"two backends are named {found.name!r} ({out[found.name].package}, {package})")
+    out[found.name] = found
+
+
+def _plugin_entry(ep) -> tuple[str, Backend]:
+    """(the folder the entry's module names are relative to, the entry) for one installed
+    package's entry point. It may name a package holding BACKEND or a plain module inside one:
+    the folder is then the module's own package, where its adapter module sits beside it."""
+    try:
+        module = importlib.import_module(ep.value)
+    except ImportError as exc:
+        raise ImportError(f"cannot import {ep.value} ({exc}): reinstall the package that provides it, "
+                          "or fix its entry point") from None
+    except Exception as exc:  # noqa: BLE001 - another package's module: whatever it raises is its own
+        raise ImportError(f"importing {ep.value} raised {type(exc).__name__}: {exc}") from None
+    found = getattr(module, "BACKEND", None)
+    if found is None:
+        raise TypeError(f"{ep.value} has no BACKEND: the entry point names a module holding "
+                        "BACKEND = gpt2_conformance.api.backend.Backend(...)")
+    package = ep.value if hasattr(module, "__path__") else ep.value.rpartition(".")[0]
+    if not package:
+        raise TypeError(f"{ep.value} is a top-level module, so its adapter {getattr(found, 'adapter', '')!r} has "
+                        "no folder to be found in: name a package, or a module inside one")
+    return package, found
+
+
+def adapter_missing(name: str) -> str | None:
+    """Why a plug-in entry's adapter module cannot be found (its BACKEND.adapter names a module
+    relative to its folder), else None. Found, not imported: importing it imports its framework."""
+    ep = _entries()[2].get(name)
+    found = builtin().get(name)
+    if ep is None or found is None:
+        return None  # not a plug-in's entry: one of ours (tests/test_registry.py imports every one), or none
+    module = found.adapter_spec.partition(":")[0]
+    try:
+        located, why = importlib.util.find_spec(module), "no such module"
+    except (ImportError, ValueError) as exc:
+        located, why = None, str(exc)
+    if located is not None:
+        return None
+    return (f"{_describe(ep)}: its adapter {found.adapter!r} is {module} ({why}): BACKEND.adapter names a "
+            f"module:factory relative to {found.package}, the folder of the entry point's module")
+
+
+def _describe(ep) -> str:
+    """How a user finds the entry point: its group, its line and the distribution that installed it."""
+    dist = getattr(ep, "dist", None)
+    origin = f", installed by {dist.name} {dist.version}" if dist is not None else ""
+    return f"plug-in {ep.name!r} (entry point {ep.group}: {ep.name} = {ep.value}{origin})"
+
+
+def builtin() -> dict[str, Backend]:
+    """name -> entry for every backend with a registry entry: the built-ins in FOLDERS order,
+    then the entries installed packages register (sorted by name), the broken ones left out."""
+    return _entries()[0]
+
+
+def broken() -> dict[str, str]:
+    """name -> why, for each installed plug-in that cannot be used (one line naming its entry point)."""
+    return {**_entries()[1], **_adapter_plugins()[1]}
 
 
 def entry(name: str) -> Backend | None:
@@ -61,14 +132,34 @@ def judged() -> list[str]:
     return [n for n, e in builtin().items() if e.kind == JUDGED]
 
 
+def _adapter_plugins() -> tuple[dict[str, object], dict[str, str]]:
+    """(name -> entry point, name -> why it cannot be used) of the group that gives a factory only."""
+    found, broken_ones = {}, {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        module, sep, attr = ep.value.partition(":")
+        if sep and module.strip() and attr.strip():
+            found[ep.name] = ep
+        else:
+            broken_ones[ep.name] = f"{_describe(ep)}: the value must have the form package.module:factory"
+    return found, broken_ones
+
+
 def _plugins() -> dict[str, object]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return _adapter_plugins()[0]
+
+
+def plugin_value(name: str) -> str:
+    """The "module:factory" an adapter plug-in's entry point names ("" for any other name)."""
+    ep = _plugins().get(name)
+    return ep.value if ep is not None else ""
 
 
 def available() -> list[str]:
-    """Every backend name: built-ins first, then installed plug-ins."""
+    """Every backend name: built-ins first, then installed plug-ins, then broken ones (refused by
+    name, with why, wherever they are named)."""
     names = list(builtin())
     names += [n for n in sorted(_plugins()) if n not in names]
+    names += [n for n in sorted(broken()) if n not in names]
     return names
 
 
@@ -83,6 +174,8 @@ def load_object(spec: str):
         obj = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"adapter {spec!r}: cannot import {module_name!r}: {exc}{_install_hint(exc)}") from exc
+    except Exception as exc:  # noqa: BLE001 - the user's module: whatever its import raises is one line
+        raise ImportError(f"adapter {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -128,7 +221,13 @@ def find(name_or_spec: str):
         return load_object(found.adapter_spec)
     plugins = _plugins()
     if name_or_spec in plugins:
-        return plugins[name_or_spec].load()
+        try:
+            return plugins[name_or_spec].load()
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"{_describe(plugins[name_or_spec])}: cannot load it ({exc}): reinstall the package "
+                              "that provides it, or fix its entry point") from None
+    if name_or_spec in broken():
+        raise LookupError(broken()[name_or_spec])
     raise LookupError(f"unknown backend {name_or_spec!r}; available: {', '.join(available())} "
                       "(or pass --adapter package.module:factory)")
 
@@ -177,7 +276,15 @@ def waivers_file(name_or_spec: str, factory=None) -> str | None:
     found = entry(name_or_spec)
     if found is not None:
         return found.waivers_path()
-    return getattr(factory, "WAIVERS", None) if factory is not None else None
+    path = getattr(factory, "WAIVERS", None) if factory is not None else None
+    if not path or os.path.isabs(path):
+        return path
+    # relative to the module that declares it, as the README's example writes it: the file sits
+    # beside the adapter, whichever folder the command runs from
+    declaring = next((c for c in getattr(factory, "__mro__", ()) if "WAIVERS" in vars(c)), factory)
+    module = sys.modules.get(getattr(declaring, "__module__", ""), None)
+    origin = getattr(module, "__file__", None)
+    return os.path.join(os.path.dirname(os.path.abspath(origin)), path) if origin else path
 
 
 def upstream_dir(name_or_spec: str, factory=None) -> str | None:
