@@ -13,6 +13,7 @@ whose clause no longer fails is reported as stale, so the file cannot rot silent
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass
 
@@ -31,24 +32,56 @@ class Waiver:
     link: str
 
 
+FILE_KEYS = ("implementation", "waiver")  # the top level: a name, and the [[waiver]] tables
+WAIVER_KEYS = ("clause", "reason", "link")  # each [[waiver]]
+
+
 def load(path: str) -> list[Waiver]:
+    """The file's waivers. A key the format does not have is an error naming it: a mistyped one
+    ([[waivers]], `clasue`) would otherwise be read as no waiver at all, and the deviation it was
+    meant for would fail as if the file did not exist."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise WaiverFileError(f"waiver file {path}: {exc}") from exc
+    except OSError as exc:
+        raise WaiverFileError(f"waiver file {path}: cannot be read ({exc.strerror or exc}); "
+                              "give the path of a TOML file of [[waiver]] tables") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise WaiverFileError(f"waiver file {path}: not valid TOML ({exc})") from None
+    _known_keys(f"waiver file {path}", data, FILE_KEYS)
+    entries = data.get("waiver", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise WaiverFileError(f"waiver file {path}: `waiver` must be a list of tables, each written [[waiver]]")
     waivers = []
-    for i, entry in enumerate(data.get("waiver", [])):
+    for i, entry in enumerate(entries):
         where = f"waiver file {path}, entry {i + 1}"
-        missing = [k for k in ("clause", "reason", "link") if not str(entry.get(k, "")).strip()]
+        _known_keys(where, entry, WAIVER_KEYS)
+        missing = [k for k in WAIVER_KEYS if not str(entry.get(k, "")).strip()]
         if missing:
             raise WaiverFileError(f"{where}: {', '.join(missing)} missing (every waiver needs clause, reason, link)")
         if entry["clause"] not in spec.BY_ID:
-            raise WaiverFileError(f"{where}: unknown clause {entry['clause']!r}")
+            close = difflib.get_close_matches(str(entry["clause"]), spec.BY_ID, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else " (the clause IDs are in SPEC.md)"
+            raise WaiverFileError(f"{where}: unknown clause {entry['clause']!r}{hint}")
         if not entry["link"].startswith("https://"):
             raise WaiverFileError(f"{where}: link {entry['link']!r} must be an https:// tracker issue or source line")
         waivers.append(Waiver(entry["clause"], entry["reason"], entry["link"]))
     return waivers
+
+
+RULE = "a waiver file holds `implementation` and [[waiver]] tables, each with clause, reason and link"
+
+
+def _known_keys(where: str, table: dict, known: tuple[str, ...]) -> None:
+    for key, value in table.items():
+        if key in known:
+            continue
+        tables = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+        shown = f"[[{key}]]" if tables else f"[{key}]" if isinstance(value, dict) else f"key {key!r}"
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = "" if not close else f"; did you mean [[{close[0]}]]?" if close[0] == "waiver" else \
+            f"; did you mean {close[0]!r}?"
+        raise WaiverFileError(f"{where}: unknown {shown} ({RULE}){hint}")
 
 
 def clauses(waivers: list[Waiver]) -> list[str]:

@@ -59,6 +59,13 @@ def test_a_waiver_of_a_clause_not_judged_is_not_stale(tmp_path, status):
     ('[[waiver]]\nclause = "BOUNDS-MESSAGE"\nlink = "https://x"\n', "reason missing"),
     ('[[waiver]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "see code"\n', "must be an https://"),
     ('[[waiver]\n', "waivers.toml"),
+    ('[[waivers]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://x"\n',
+     r"unknown \[\[waivers\]\] .*; did you mean \[\[waiver\]\]\?"),
+    ('[[waiver]]\nclasue = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://x"\n',
+     r", entry 1: unknown key 'clasue' .*; did you mean 'clause'\?"),
+    ('[waiver]\nclause = "BOUNDS-MESSAGE"\n', r"`waiver` must be a list of tables, each written \[\[waiver\]\]"),
+    ('[[waiver]]\nclause = "BOUNDS-MESAGE"\nreason = "r"\nlink = "https://x"\n',
+     "unknown clause 'BOUNDS-MESAGE'; did you mean 'BOUNDS-MESSAGE'"),
 ])
 def test_bad_waiver_file_names_file_and_entry(tmp_path, body, message):
     with pytest.raises(waivers.WaiverFileError, match=message) as info:
