@@ -174,6 +174,8 @@ def load_object(spec: str):
         obj = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"adapter {spec!r}: cannot import {module_name!r}: {exc}{_install_hint(exc)}") from exc
+    except TimeoutError:  # the caller's bound on a hanging import (run/command.py): not the module's error
+        raise
     except Exception as exc:  # noqa: BLE001 - the user's module: whatever its import raises is one line
         raise ImportError(f"adapter {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
