@@ -49,17 +49,6 @@ def threads_setting() -> str:
     return f"XLA CPU thread pool (all cores); devices={[str(d) for d in jax.devices()]}"
 
 
-def device_kernels(nbytes: int, device: str):
-    if device != "gpu":
-        return None
-    n = nbytes // 4 // 768 * 768
-    dev = jax.devices("gpu")[0]
-    src = jax.device_put(jnp.ones((n // 768, 768), jnp.float32), dev)
-    rows = jax.device_put(jax.random.permutation(jax.random.key(0), n // 768), dev)
-    copy, gather = jax.jit(lambda x: -x), jax.jit(lambda x, r: x[r])  # a STREAM-like (negating) copy
-    return (n * 4, lambda: copy(src), lambda: gather(src, rows)), lambda out: out.block_until_ready()
-
-
 def _backward(params, ids, past_length, dh):
     _, pullback = jax.vjp(lambda p: model._lookup(p, ids, past_length), params)
     (grads,) = pullback(dh)

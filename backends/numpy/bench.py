@@ -44,10 +44,6 @@ def threads_setting() -> str:
     return f"gather: suite {cores()} threads (one piece per core), take-out/fancy 1; head: BLAS default"
 
 
-def device_kernels(nbytes: int, device: str):
-    return None  # CPU only: gpt2_conformance.bench.bandwidth measures it
-
-
 class Runner:
     def __init__(self, wte: np.ndarray, wpe: np.ndarray, mode: str, device: str):
         from gpt2_conformance.backends.numpy.adapter import NumpyAdapter

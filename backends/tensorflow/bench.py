@@ -65,18 +65,6 @@ def _sync_all():
         sync()
 
 
-def device_kernels(nbytes: int, device: str):
-    if device != "gpu":
-        return None
-    n = nbytes // 4 // 768 * 768
-    with tf.device("/GPU:0"):
-        src = tf.ones([n // 768, 768])
-        rows = tf.random.shuffle(tf.range(n // 768))
-    copy = tf.function(lambda: tf.negative(src), jit_compile=False)  # a STREAM-like (negating) copy
-    gather = tf.function(lambda: tf.gather(src, rows))
-    return (n * 4, copy, gather), lambda out: _sync_all()
-
-
 def _as_written(wte, wpe, X, past_length):
     """openai's line 157 as written, gathering from the Variables (the eager mode's), where
     model.gather_add gathers from their values."""

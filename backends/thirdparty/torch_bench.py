@@ -1,5 +1,5 @@
 """Native bench hooks shared by the torch black-box adapters (hf_transformers, transformer_lens;
-conformance/bench/native.py): torch tensors put on the device once, torch's own sync, the
+conformance/api/bench.py): torch tensors put on the device once, torch's own sync, the
 model's own forward and head, no numpy inside a timed call.
 
 On a GPU the adapter (which claims the CPU only) is built on the CPU as usual and its model

@@ -48,23 +48,6 @@ def threads_setting() -> str:
     return f"torch.get_num_threads()={torch.get_num_threads()}"
 
 
-def _sync_all():
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def device_kernels(nbytes: int, device: str):
-    """(bytes, copy, gather) on the GPU, for the bandwidth limit there."""
-    if device != "gpu":
-        return None
-    n = nbytes // 4 // 768 * 768
-    src = torch.ones(n, device="cuda")
-    dst = torch.empty_like(src)
-    rows = torch.randperm(n // 768, device="cuda")
-    src2, dst2 = src.view(-1, 768), dst.view(-1, 768)
-    return (n * 4, lambda: dst.copy_(src), lambda: torch.index_select(src2, 0, rows, out=dst2)), lambda out: _sync_all()
-
-
 @torch.compile(dynamic=False)
 def _gather_add(wte, wpe_rows, ids):
     return F.embedding(ids, wte) + wpe_rows
@@ -142,7 +125,7 @@ class Runner:
 
 
 def native_bench(adapter, device: str):
-    """The public native path (conformance/bench/native.py) for the torch reference: the same
+    """The public native path (conformance/api/bench.py) for the torch reference: the same
     calls as the suite mode, reached as any implementation's hooks are. tests/bench/test_native_hooks.py
     shows it dispatches the same ATen calls as Runner("suite"): the path adds nothing."""
     from gpt2_conformance.api.bench import NativeBench

@@ -1,21 +1,20 @@
-"""`gpt2-conformance bench`: cross-framework timings of the embedding forward (gather + add),
-its backward (scatter-add into wte's and wpe's gradients) and the tied logits (h @ wte^T),
-each against this machine's memory bandwidth measured in the same process.
+"""`gpt2-conformance bench`: the implementations ranked by speed on the same work, each by its
+time relative to the fastest with a 95% confidence interval, from blocks timed in turns in one
+run; and a gate that times a change against its baseline the same way.
 
-    bandwidth.py  STREAM-like copy and a row gather of the same bytes (numpy; on a GPU the
-                  backend's own device copy)
+    workloads.py  what is timed, at which shapes, and the least bytes each must move
+    worker.py     one backend's process: builds its calls, times a block when asked
+    timing.py     a block: lead-in, samples, their median; how busy other processes were
+    bandwidth.py  each workload's limit: a numpy stream of the same bytes (the roofline column)
     cache.py      warm or cold: the last-level cache's size and the flush before a cold call
-    workloads.py  what is timed, at which shapes, and the bytes each one moves
-    timing.py     first call (trace/compile) apart from steady state; median, IQR, min/max;
-                  threads used (process CPU time / wall time); page faults per call; how
-                  busy other processes kept the machine
-    child.py      one backend in one process: runs its backends/<fw>/bench.py hooks
-    adapter_hooks.py  the same hooks for any other adapter, through the Adapter API
-    verdict.py    the rows each result gives, the bars (warm and cold), the decode-step table
-    table.py      the console table and bench.md
-    benchmark_json.py  bench.json in pytest-benchmark's layout (--compare reads it)
-    plot.py       bench.png (matplotlib, imported only to draw)
-    files.py      every output file of a run, written in one place
-    compare.py    --compare BASELINE.json --fail-above PCT
+    session.py    the parent: starts the workers, gives them turns round by round
+    ranking.py    paired ratios with bootstrap intervals; ranks and ties
+    summary.py    the run's rows per workload, ranked
+    gate.py       --adapter NEW --against BASE --fail-above PCT
+    report.py     the console table and bench.md
+    benchmark_json.py  bench.json in pytest-benchmark's layout, plus "ranking"
+    plot.py       bench.png: ratios with their intervals as error bars
+    compare.py    --compare BASELINE.json: advisory, two runs not timed together
+    adapter_hooks.py, native.py  the bench hooks of any adapter (third-party, plug-ins)
     command.py    the `bench` subcommand
 """

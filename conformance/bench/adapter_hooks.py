@@ -1,18 +1,17 @@
 """Bench hooks for any adapter without a backends/<fw>/bench.py of its own: the third-party
 implementations, plug-ins and `--adapter package.module:factory`. AdapterHooks(spec) has the
 same names as a backends/<fw>/bench.py module (MODES, SUITE_MODE, FASTEST_MODE, CHECK,
-available, threads_setting, device_kernels, Runner).
+available, threads_setting, Runner).
 
 Modes:
-  native  the implementation's own callables (conformance/bench/native.py): its tensors in
+  native  the implementation's own callables (conformance/api/bench.py): its tensors in
           and out, put on the device once, its own synchronisation, no numpy in the timed
           call. Only where the adapter brings native hooks (every built-in backend does).
   bridge  the Adapter API as the suite calls it: numpy in, numpy out, conversions included.
           Beside native, the difference is the bridge's cost.
 
 Either way the bounds check is whatever the implementation does (third-party implementations
-are judged as they are, see their scorecards), so these rows never count for the bar.
-Backward is timed natively where the hooks give one; never through the bridge:
+are judged as they are: see their scorecards), and the check column says so. Backward is timed natively where the hooks give one; never through the bridge:
 Adapter.gradients also takes a logits cotangent of B*T*50257 floats (1.6 GB at the prefill
 shape), which would swamp the scatter-add being measured.
 """
@@ -20,13 +19,12 @@ shape), which would swamp the scatter-add being measured.
 from __future__ import annotations
 
 from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
-from gpt2_conformance.bench import native
+from gpt2_conformance.api import bench as native
 
 BRIDGE = "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"
 NATIVE = "native hooks: the framework's tensors put on the device once, its own sync, no numpy in the call"
 OWN_CHECK = "the implementation's own (see its scorecard)"
 NATIVE_MODE, BRIDGE_MODE = "native", "bridge"
-MODE_NAMES = (NATIVE_MODE, BRIDGE_MODE)  # every mode these hooks can offer: native only where the adapter brings hooks
 
 
 class AdapterHooks:
@@ -63,13 +61,10 @@ class AdapterHooks:
                 return True, ""
             return False, f"{self.spec}: {why}"
         return False, (f"{self.spec} does not claim device {device!r} ({devices}) and brings no native bench "
-                       "hooks (conformance/bench/native.py)")
+                       "hooks (conformance/api/bench.py)")
 
     def threads_setting(self) -> str:
         return self._threads or "the implementation's defaults"
-
-    def device_kernels(self, nbytes: int, device: str):
-        return None  # the host's bandwidth (gpt2_conformance.bench.bandwidth); GPU limits need a framework's kernels
 
 
 class _Runner:

@@ -22,7 +22,6 @@ import numpy as np
 
 SYSFS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
 FLUSH_MIN_BYTES, FLUSH_MAX_BYTES = 256 << 20, 2 << 30
-CACHE_STATES = ("warm", "cold")
 
 
 def _parse_size(text: str) -> int:
@@ -67,6 +66,3 @@ class HostFlusher:
 
     def __call__(self) -> None:
         self._buffer.max()
-
-    def describe(self) -> str:
-        return f"read {self.nbytes / 2**20:.0f} MiB before each timed call"

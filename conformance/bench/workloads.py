@@ -2,32 +2,29 @@
 
 Byte accounting: the least traffic a correct implementation must move between memory and
 the cores, so that "% of the limit" is an upper bound (a row above 100% means this model, or
-the reference it is divided by, is wrong: verdict.py flags it and never shows it as a result).
+the reference it is divided by, is wrong: summary.py flags it and never shows it as a result).
 s = bytes per element (float32 unless the dtype says otherwise); U = distinct token ids in the
 call (a row read once serves every token that repeats it; the bench's random ids repeat: 7,5xx
 distinct of 8,192 at the bar shape); V = 50257, C = 1024.
 
 forward  h[b, t] = wte[ids[b, t]] + wpe[past + t]
          read U*d*s (wte rows) + T*d*s (wpe rows: each position's row once, shared by the
-         batch), write B*T*d*s (h). At B=8, T=1024, d=768 with all ids distinct that is
-         53.5 MB (issue 12); the old count, 3*B*T*d*s = 75.5 MB, read wpe once per token.
-         The ids themselves (4 bytes a token, 0.03 MB there) are left out: leaving bytes out
-         keeps the percentage a bound.
+         batch), write B*T*d*s (h): 53.5 MB at B=8, T=1024, d=768 with all ids distinct.
+         The ids themselves are left out: leaving bytes out keeps the percentage a bound.
 backward dwte = scatter-add of dh into a dense [V, d] gradient, dwpe = dh summed over the batch
          into a dense [C, d] one: read dh once (B*T*d*s; one pass can feed both sums), write
          both dense gradients ((V + C)*d*s).
 logits   h [B, T, d] @ wte^T: read wte (V*d*s) and h (B*T*d*s), write the logits (B*T*V*s);
-         also 2*B*T*d*V flops. At decode shapes it is bandwidth-bound (wte is read whole for
-         a handful of rows); at prefill shapes it is compute-bound, so "% of the limit" is low
-         there by nature and GFLOP/s is the figure to read.
+         also 2*B*T*d*V flops: bandwidth-bound at decode shapes, compute-bound at prefill
+         ones (where "% of the limit" is low by nature).
 step     one generated token's embedding + tied head (decode, B=1, T=1): read wte whole
          (V*d*s, which holds the gathered row) and the wpe row (T*d*s), write the logits
          (B*T*V*s); h may stay in registers. The forward and the head are timed in one call.
 
 cache    "warm": the same call repeated; "cold": the caches emptied before each timed call
          (conformance/bench/cache.py). Each row's limit is a streaming reference moving the
-         same bytes read and written, in the same cache state, measured in the same process
-         (conformance/bench/bandwidth.py: matched).
+         same bytes read and written, in the same cache state, timed in the same rounds as the
+         row (conformance/bench/bandwidth.py).
 """
 
 from __future__ import annotations
@@ -38,15 +35,17 @@ from gpt2_conformance.api import gpt2
 
 KINDS = ("forward", "backward", "logits", "step")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
-BAR_SHAPE = ("forward", 8, 1024, 768)  # the shape issues 6 and 12 set the bars at
-# each framework's fastest checked mode >= 2/3 of its limit, the best >= 90% (issue 12; issue 6
-# had 85% against a DRAM copy), warm and cold, each against the limit in the same cache state
-BAR_FRACTION, BEST_FRACTION = 2 / 3, 0.90
+NAMES = ("forward_prefill", "forward_decode", "backward_prefill", "backward_decode", "logits_prefill",
+         "logits_decode", "step_decode")
+# what users ask about first: a generated token's decode step, and the prefill forward of a
+# batch of 8 full contexts (the shape the frameworks have always been compared at here)
+QUICK = ("step_decode", "forward_prefill")
+DECODE_PAST = 512
 
 
 @dataclass(frozen=True)
 class Workload:
-    kind: str  # forward | backward | logits
+    kind: str  # one of KINDS
     phase: str  # prefill | decode
     batch: int
     seq: int
@@ -64,16 +63,6 @@ class Workload:
         past = f"-past{self.past_length}" if self.past_length else ""
         cold = "-cold" if self.cache == "cold" else ""
         return f"B{self.batch}-T{self.seq}-d{self.n_embd}{past}{cold}"
-
-    @property
-    def is_bar_shape(self) -> bool:
-        return (self.kind, self.batch, self.seq, self.n_embd) == BAR_SHAPE and self.dtype == "float32" \
-            and self.cache == "warm"
-
-    @property
-    def is_cold_bar_shape(self) -> bool:
-        return (self.kind, self.batch, self.seq, self.n_embd) == BAR_SHAPE and self.dtype == "float32" \
-            and self.cache == "cold"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -120,20 +109,11 @@ def flops(w: Workload) -> int:
 
 
 def plan(quick: bool = False, sizes: tuple[int, ...] | None = None) -> list[Workload]:
-    """The workloads of a run. --quick keeps the bar shape and one of each other kind."""
-    decode_past = 512
-    cold_bar = Workload("forward", "prefill", 8, 1024, 768, cache="cold")
+    """The workloads of a run: every shape, or with `quick` each workload's standard shape."""
     if quick:
-        return [
-            Workload("forward", "prefill", 8, 1024, 768),
-            cold_bar,
-            Workload("forward", "decode", 1, 1, 768, decode_past),
-            Workload("forward", "decode", 64, 1, 768, decode_past),
-            Workload("backward", "prefill", 8, 1024, 768),
-            Workload("logits", "decode", 1, 1, 768, decode_past),
-            Workload("logits", "prefill", 1, 128, 768),
-            Workload("step", "decode", 1, 1, 768, decode_past),
-        ]
+        return [standard(name) for name in QUICK]
+    decode_past = DECODE_PAST
+    cold_bar = Workload("forward", "prefill", 8, 1024, 768, cache="cold")
     sizes = sizes or tuple(gpt2.SIZES.values())
     out = [Workload("forward", "prefill", 8, 1024, d) for d in sizes] + [cold_bar]
     out += [Workload("forward", "decode", b, 1, 768, decode_past) for b in (1, 4, 16, 64)]
@@ -143,6 +123,15 @@ def plan(quick: bool = False, sizes: tuple[int, ...] | None = None) -> list[Work
     out += [Workload("logits", "prefill", 1, 1024, 768)]
     out += [Workload("step", "decode", 1, 1, 768, decode_past)]
     return out
+
+
+def standard(name: str) -> Workload:
+    """The one shape a workload name is timed at by --quick and the gate: GPT-2 small, warm, the
+    first shape of the full plan with that name."""
+    for w in plan(sizes=(768,)):
+        if w.name == name and w.cache == "warm":
+            return w
+    raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")
 
 
 def step_parts(w: Workload) -> tuple[Workload, Workload]:

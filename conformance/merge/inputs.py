@@ -127,6 +127,14 @@ def read_bench(path: str, data: dict) -> list[dict]:
     return rows
 
 
+def load_bench(path: str) -> list[dict]:
+    """The rows of one bench.json (read_bench), or MergeError naming the file and what is wrong."""
+    data = _load_json(path)
+    if not is_bench(data):
+        raise MergeError(f"{path}: not a bench.json (no 'benchmarks' list beside 'machine_info')")
+    return read_bench(path, data)
+
+
 def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str], list[str]]:
     """(conformance runs, bench rows, ignored files, raw bench files named on the command line)
     of every input; MergeError on the first bad one. The bench's raw bench-results.json is

@@ -1,5 +1,5 @@
-"""Implementations without bench hooks of their own: timed through the Adapter API (the bridge)
-and beside it their native_bench; a native hook of the wrong type is named; every built-in
+"""Native bench hooks (the bridge and native modes of an adapter: test_worker.py): a native hook
+of the wrong type is named; every built-in
 native hook converts nothing to numpy inside a timed call and computes the adapter's h (slow);
 the torch reference runs the same kernels through the public native path as through its own
 hooks."""
@@ -7,48 +7,19 @@ hooks."""
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
-from gpt2_conformance.bench import child, command, verdict
+from gpt2_conformance.bench import session, worker
 from gpt2_conformance.bench import workloads as wl
-from helpers import bench_adapters
-from helpers.bench_results import child_request
-
-
-def test_an_adapter_spec_without_native_hooks_is_timed_through_the_bridge():
-    spec = bench_adapters.PLAIN_NUMPY_SPEC
-    request = dict(child_request(spec), workloads=[wl.Workload("forward", "decode", 2, 1, 768, 3).as_dict(),
-                                                   wl.Workload("backward", "decode", 2, 1, 768, 3).as_dict(),
-                                                   wl.Workload("logits", "decode", 1, 1, 768, 3).as_dict(),
-                                                   wl.Workload("step", "decode", 1, 1, 768, 3).as_dict()])
-    result = child.run(request)
-    assert result["skipped"] is None and list(result["modes"]) == ["bridge"]
-    kinds = {wl.Workload(**r["workload"]).kind for r in result["records"] if "stats" in r}
-    assert kinds == {"forward", "logits", "step"}, f"timed {kinds}, but should be forward, logits, step (no backward)"
-    rows = verdict.workload_rows([result])
-    assert verdict.bar(rows) == {}  # the implementation's own check: never counted for the bar
-    gpu = child.run(dict(child_request(spec, "gpu")))
-    assert gpu["records"] == [] and "does not claim device 'gpu'" in gpu["skipped"]
-
-
-def test_the_native_method_of_an_adapter_is_timed_beside_the_bridge():
-    request = dict(child_request(bench_adapters.NATIVE_NUMPY_SPEC),
-                   workloads=[wl.Workload("forward", "decode", 2, 1, 768, 3).as_dict(),
-                              wl.Workload("step", "decode", 1, 1, 768, 3).as_dict()])
-    result = child.run(request)
-    assert list(result["modes"]) == ["native", "bridge"] and result["fastest_mode"] == "native"
-    timed = {(r["mode"], wl.Workload(**r["workload"]).kind) for r in result["records"] if "stats" in r}
-    assert timed == {("native", "forward"), ("native", "step"), ("bridge", "forward"), ("bridge", "step")}
-    steps = verdict.decode_steps(verdict.workload_rows([result]))
-    assert {s["mode"] for s in steps} == {"native", "bridge"} and all(s["embed_ms"] is None for s in steps)
 
 
 def test_a_native_hook_of_the_wrong_type_is_named():
-    from gpt2_conformance.bench import native
+    from gpt2_conformance.api import bench as native
 
     class Wrong(NumpyAdapter):
         def native_bench(self, device):
@@ -64,8 +35,9 @@ NATIVE_CHECK = """
 import sys, numpy as np
 from gpt2_conformance import registry
 from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
-from gpt2_conformance.bench import native
-from gpt2_conformance.bench.child import tables
+from gpt2_conformance.api import bench as native
+from gpt2_conformance.bench.worker import tables
+from helpers.conversion_guard import conversion_guard
 name = sys.argv[1]
 factory = registry.resolve(name)
 assert native.has_native(factory), f"{name}: no native hooks"
@@ -81,7 +53,7 @@ for past in (0, 5, 5) if caches else (0, 0):
     t = nb.put(ids)
     head = nb.logits or (lambda h: h)  # a head the hooks do not time (ctranslate2's) is not called
     nb.sync(head(nb.sync(nb.forward(t, past))))  # first calls (caches, traces) outside the guard
-    with native.conversion_guard() as seen:
+    with conversion_guard() as seen:
         h = nb.sync(nb.forward(t, past))
         logits = nb.sync(head(h))
     assert seen == [], f"{name}: numpy conversions inside a native call: {seen}"
@@ -99,10 +71,10 @@ for past in (0, 5, 5) if caches else (0, 0):
 if nb.step is not None:  # the engine's own decode step (its values: the backend's own tests)
     one = nb.put(ids[:1, :1])
     nb.sync(nb.step(one, 5))
-    with native.conversion_guard() as seen:
+    with conversion_guard() as seen:
         nb.sync(nb.step(one, 5))
     assert seen == [], f"{name}: numpy conversions inside the native decode step: {seen}"
-with native.conversion_guard() as seen:
+with conversion_guard() as seen:
     adapter.embed(ids, 5 if caches else 0)
 assert seen, f"{name}: the guard saw no conversion in the Adapter API's embed, so it proves nothing"
 print("ok", name, [n for n, _ in seen][:3])
@@ -121,7 +93,8 @@ def test_native_hooks_convert_nothing_and_compute_the_adapters_h(backend):
     if missing:
         pytest.skip(f"{backend}: {missing} is not installed")
     done = subprocess.run([sys.executable, "-c", NATIVE_CHECK, backend], capture_output=True, text=True,
-                          timeout=600, cwd=command.REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                          timeout=600, cwd=session.REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                                                          PYTHONPATH=str(pathlib.Path(__file__).parents[1])))
     assert done.returncode == 0 and "ok " + backend in done.stdout, (done.stdout + done.stderr)[-3000:]
 
 
@@ -135,8 +108,8 @@ def test_torch_reference_runs_the_same_kernels_through_the_public_native_path():
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from gpt2_conformance.backends.torch import bench as torch_bench
-    from gpt2_conformance.bench import native
     from gpt2_conformance.bench.adapter_hooks import AdapterHooks
+    from helpers.conversion_guard import conversion_guard
 
     class Trace(TorchDispatchMode):
         def __init__(self):
@@ -148,20 +121,20 @@ def test_torch_reference_runs_the_same_kernels_through_the_public_native_path():
             self.calls.append((str(func), shapes))
             return func(*args, **(kwargs or {}))
 
-    wte, wpe = child.tables(768)
+    wte, wpe = worker.tables(768)
     own = torch_bench.Runner(wte, wpe, "suite", "cpu")
     hooks = AdapterHooks("gpt2_conformance.backends.torch.adapter:TorchAdapter")
     assert hooks.native and "native" in hooks.MODES
     public = hooks.Runner(wte, wpe, "native", "cpu")
     for w in (wl.Workload("forward", "prefill", 2, 16, 768), wl.Workload("logits", "decode", 1, 1, 768),
               wl.Workload("step", "decode", 2, 1, 768, 5)):
-        ids, _, h = child.inputs(w)
+        ids, _, h = worker.inputs(w)
         runs = []
         for runner in (own, public):
-            call, sync = child.make_call(runner, w, runner.put(ids), w.past_length, None,
-                                         None if h is None else runner.put(h))
-            with native.conversion_guard() as seen, Trace() as trace:
-                out = sync(call())
+            call = worker.make_call(runner, w, runner.put(ids), w.past_length, None,
+                                    None if h is None else runner.put(h))
+            with conversion_guard() as seen, Trace() as trace:
+                out = call()
             assert seen == [], f"{w.group}: numpy conversions {seen} inside the timed call"
             runs.append((trace.calls, out))
         (own_calls, own_out), (public_calls, public_out) = runs

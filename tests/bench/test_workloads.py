@@ -13,7 +13,7 @@ from helpers.bench_results import BAR_BYTES
 
 def test_forward_bytes_are_the_issue_12_hand_count():
     w = wl.Workload("forward", "prefill", 8, 1024, 768)
-    assert w.is_bar_shape
+    assert w == wl.standard("forward_prefill")
     # issue 12: "wte rows B*T*d*s + wpe rows T*d*s + h written B*T*d*s = 53.5 MB at that shape"
     assert wl.bytes_moved(w) == BAR_BYTES == 53_477_376
     assert wl.traffic(w) == (8 * 1024 * 768 * 4 + 1024 * 768 * 4, 8 * 1024 * 768 * 4)
@@ -50,12 +50,19 @@ def test_plan_covers_the_issue_shapes():
     decode = [w for w in full if w.kind == "forward" and w.phase == "decode"]
     assert {w.batch for w in decode} == {1, 4, 16, 64} and all(w.seq == 1 and w.past_length > 0 for w in decode)
     assert {w.kind for w in full} == set(wl.KINDS)
-    for plan in (full, wl.plan(quick=True)):
-        assert sum(w.is_bar_shape for w in plan) == 1 and sum(w.is_cold_bar_shape for w in plan) == 1
-        steps = [w for w in plan if w.kind == "step"]
-        assert [(w.batch, w.seq) for w in steps] == [(1, 1)], "the decode step is timed at B=1, T=1"
-    cold = wl.Workload("forward", "prefill", 8, 1024, 768, cache="cold")
-    assert cold.shape_id == "B8-T1024-d768-cold" and not cold.is_bar_shape  # the bar is judged warm
+    assert {w.name for w in full} == set(wl.NAMES)
+    assert [w.shape_id for w in full if w.cache == "cold"] == ["B8-T1024-d768-cold"]
+    steps = [w for w in full if w.kind == "step"]
+    assert [(w.batch, w.seq) for w in steps] == [(1, 1)], "the decode step is timed at B=1, T=1"
+
+
+def test_quick_and_the_gate_time_each_workload_at_its_standard_shape():
+    assert [w.group for w in wl.plan(quick=True)] == ["step_decode B1-T1-d768-past512", "forward_prefill B8-T1024-d768"]
+    for name in wl.NAMES:
+        w = wl.standard(name)
+        assert w.name == name and w.n_embd == 768 and w.cache == "warm"
+    with pytest.raises(ValueError, match="unknown workload 'nope'"):
+        wl.standard("nope")
 
 
 def test_modes_are_read_without_importing_the_framework():

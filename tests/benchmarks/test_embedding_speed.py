@@ -1,4 +1,4 @@
-"""pytest-benchmark suite: the --quick workloads of `gpt2-conformance bench`, per backend and
+"""pytest-benchmark suite: each workload of `gpt2-conformance bench` at its standard shape, per backend and
 mode, in this one process (frameworks share it; `gpt2-conformance bench` isolates them).
 
     pytest tests/benchmarks --run-bench --benchmark-json=out.json
@@ -22,11 +22,12 @@ import importlib
 import pytest
 
 from gpt2_conformance import registry
+from gpt2_conformance.bench import worker
 from gpt2_conformance.bench import workloads as wl
-from gpt2_conformance.bench.command import own_hooks
 
-BACKENDS = tuple(own_hooks())  # the backends with bench modes of their own (registry entries)
-PLAN = wl.plan(quick=True)
+# the backends with bench modes of their own (registry entries)
+BACKENDS = tuple(n for n, e in registry.builtin().items() if e.bench_modes)
+PLAN = [wl.standard(name) for name in wl.NAMES]
 
 
 def _cases():
@@ -44,10 +45,8 @@ def _runner(backend: str, mode: str, d: int):
     key = (backend, mode, d)
     if key not in _CACHE:
         _CACHE.clear()  # one set of tables in memory at a time
-        from gpt2_conformance.bench import child
-
         hooks = importlib.import_module(registry.entry(backend).bench_module)
-        wte, wpe = child.tables(d)
+        wte, wpe = worker.tables(d)
         _CACHE[key] = (hooks, hooks.Runner(wte, wpe, mode, "cpu"))
     return _CACHE[key]
 
@@ -66,13 +65,20 @@ _LIMITS: dict = {}
 @pytest.fixture(scope="session")
 def limit_gbps(flush):
     """limit_gbps(w, distinct_ids): GB/s of a stream moving w's least bytes in w's cache state."""
-    from gpt2_conformance.bench import bandwidth
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpt2_conformance.api import machine
+    from gpt2_conformance.bench import bandwidth, timing
 
     def limit(w, distinct):
         read, write = wl.traffic(w, distinct)
         key = (read, write, w.cache)
         if key not in _LIMITS:
-            _LIMITS[key] = bandwidth.matched(read, write, flush=flush if w.cache == "cold" else None)["gbps"]
+            before = flush if w.cache == "cold" else None
+            with ThreadPoolExecutor(machine.cores()) as pool:
+                call, _ = bandwidth.fastest_stream(read, write, machine.cores(), pool, before)
+                block = timing.block(call, seconds=0.3, lead_in=0.05, before=before)
+            _LIMITS[key] = (read + write) / block.median / 1e9
         return _LIMITS[key]
     return limit
 
@@ -83,26 +89,24 @@ def _bench(benchmark, limit_gbps, backend, mode, w, flush):
         pytest.skip(f"{backend}: {missing} is not installed")
     import time
 
-    from gpt2_conformance.bench import child
-
     hooks, runner = _runner(backend, mode, w.n_embd)
-    ids, dh, h = child.inputs(w)
-    call, sync = child.make_call(runner, w, runner.put(ids), w.past_length, None if dh is None else runner.put(dh),
-                             None if h is None else runner.put(h))
+    ids, dh, h = worker.inputs(w)
+    call = worker.make_call(runner, w, runner.put(ids), w.past_length, None if dh is None else runner.put(dh),
+                            None if h is None else runner.put(h))
     if call is None:
         pytest.skip(f"{backend} {mode} does not time {w.kind}")
     t0 = time.perf_counter()
-    sync(call())
+    call()
     first = time.perf_counter() - t0
     benchmark.group = f"{w.name} {w.shape_id}"
     rounds = 3 if (w.kind == "logits" and w.phase == "prefill") else 10
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    benchmark.pedantic(lambda: sync(call()), rounds=rounds, warmup_rounds=1, iterations=1,
+    benchmark.pedantic(call, rounds=rounds, warmup_rounds=1, iterations=1,
                        setup=flush if w.cache == "cold" else None)
     # with a flush between rounds the process's CPU time includes the flush: no figure then
     cpu_ratio = (time.process_time() - cpu0) / (time.perf_counter() - wall0) if w.cache == "warm" else None
     median = benchmark.stats.stats.median
-    distinct = child.distinct_ids(w)
+    distinct = worker.distinct_ids(w)
     nbytes, limit = wl.bytes_moved(w, distinct), limit_gbps(w, distinct)
     pct = 100 * nbytes / median / 1e9 / limit
     benchmark.extra_info.update(bytes_moved=nbytes, distinct_ids=distinct, gbps=nbytes / median / 1e9,
@@ -120,7 +124,7 @@ def _kind_cases(kind, phase):
 def _suite_test(kind: str, phase: str):
     """test_{kind}_{phase}, parametrized over every (backend, mode, workload) of that kind and
     phase, its ids backend-mode-shape: the names `gpt2-conformance bench` gives its rows
-    (conformance/bench/verdict.py SUITE_FILE), so the two JSONs compare."""
+    (conformance/bench/benchmark_json.py SUITE_FILE), so the two JSONs compare."""
     @pytest.mark.parametrize("backend,mode,w", _kind_cases(kind, phase))
     def suite_test(benchmark, limit_gbps, flush, backend, mode, w):
         _bench(benchmark, limit_gbps, backend, mode, w, flush)
@@ -130,8 +134,8 @@ def _suite_test(kind: str, phase: str):
     return suite_test
 
 
-# one test per (kind, phase) of the --quick plan, in its order: test_forward_prefill,
-# test_forward_decode, test_backward_prefill, test_logits_decode, test_logits_prefill, test_step_decode
+# one test per (kind, phase), in the order of workloads.NAMES: test_forward_prefill,
+# test_forward_decode, test_backward_prefill, test_backward_decode, test_logits_prefill, ...
 for _kind, _phase in dict.fromkeys((w.kind, w.phase) for w in PLAN):
     globals()[f"test_{_kind}_{_phase}"] = _suite_test(_kind, _phase)
 del _kind, _phase

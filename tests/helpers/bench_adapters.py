@@ -24,13 +24,15 @@ class PlainNumpyAdapter(NumpyAdapter):
 class NativeNumpyAdapter(NumpyAdapter):
     """The README's minimal adapter with its native_bench lines: the public method path."""
 
+    SLOWDOWN = 0.0
+
     def native_bench(self, device):
         from gpt2_conformance.api.bench import NativeBench
 
         def forward(ids, p):
             return self.wte[ids] + self.wpe[p:p + ids.shape[1]]
 
-        slowdown = float(os.environ.get(SLOWDOWN_ENV, "0"))
+        slowdown = self.SLOWDOWN or float(os.environ.get(SLOWDOWN_ENV, "0"))
         if slowdown:
             plain = forward
 
@@ -43,3 +45,41 @@ class NativeNumpyAdapter(NumpyAdapter):
                 return out
 
         return NativeBench(put=np.asarray, forward=forward, logits=lambda h: h @ self.wte.T)
+
+
+SLOWER_NUMPY_SPEC = "helpers.bench_adapters:SlowerNativeNumpyAdapter"
+
+
+class SlowerNativeNumpyAdapter(NativeNumpyAdapter):
+    """NativeNumpyAdapter with each native forward 20% slower: a change the gate must catch at 10%."""
+
+    SLOWDOWN = 0.2
+
+
+DOUBLED_NUMPY_SPEC = "helpers.bench_adapters:DoubledNumpyAdapter"
+CRASHING_NUMPY_SPEC = "helpers.bench_adapters:CrashingNumpyAdapter"
+
+
+class DoubledNumpyAdapter(NumpyAdapter):
+    """The numpy reference doing its work twice in embed and logits: a real 2x slowdown (the
+    gate's `bench --against` must fail it)."""
+
+    def embed(self, ids, past_length=0):
+        super().embed(ids, past_length)
+        return super().embed(ids, past_length)
+
+    def logits(self, h):
+        super().logits(h)
+        return super().logits(h)
+
+
+class CrashingNumpyAdapter(NumpyAdapter):
+    """The numpy reference whose forward dies of a real segmentation fault at the decode shape
+    (one token): the bench must lose that row, not the run."""
+
+    def embed(self, ids, past_length=0):
+        if np.asarray(ids).shape[1] == 1:
+            import ctypes
+
+            ctypes.string_at(0)
+        return super().embed(ids, past_length)

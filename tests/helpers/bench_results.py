@@ -1,63 +1,51 @@
-"""Synthetic bench inputs for the bench's tests: what a child returns (child_result), what the
-parent asks a child for (child_request), the `bench` command line (bench_args), and the outputs
-written from a result (write_outputs)."""
+"""Made-up bench runs for the bench's tests: rows with known block times, run through the real
+summary (summary.workload_table), so the renderers and the gate see what a run gives them."""
 
 from __future__ import annotations
 
-from gpt2_conformance.bench import files, verdict
+import numpy as np
+
+from gpt2_conformance.bench import session, summary
 from gpt2_conformance.bench import workloads as wl
+from gpt2_conformance.bench.worker import LIMIT, key_of
 
 # the least bytes of the bar shape, by hand: wte rows + wpe rows once + h
 BAR_BYTES = 8 * 1024 * 768 * 4 + 1024 * 768 * 4 + 8 * 1024 * 768 * 4
+BAR = wl.standard("forward_prefill")
 
 
-def timed_record(mode, w, median):
-    """One timed (mode, workload) of a child's result, its five samples around `median`."""
-    from gpt2_conformance.bench.timing import Timing
-
-    samples = [median * f for f in (0.98, 1.0, 1.0, 1.01, 1.02)]  # a tight run: a 10% change is judgeable
-    t = Timing(first_call_s=0.5, samples=samples, cpu_ratio=1.0)
-    return {"mode": mode, "workload": w.as_dict(), "first_call_s": 0.5, "samples": samples, "cpu_ratio": 1.0,
-            "stats": t.stats(), "distinct_ids": w.batch * w.seq}
-
-
-def child_result(backend="numpy", median=0.004, limit=18.0, modes=("suite",), workloads=None):
-    """A child's result: every workload timed at `median` in every mode, each workload's own
-    (matched) limit `limit` GB/s (a dict {cache state: GB/s} gives warm and cold apart)."""
-    workloads = workloads or [wl.Workload("forward", "prefill", 8, 1024, 768)]
-    recs = [timed_record(m, w, median) for m in modes for w in workloads]
-    per_state = limit if isinstance(limit, dict) else {"warm": limit, "cold": limit}
-    limits = {w.group: {"read": wl.traffic(w)[0], "write": wl.traffic(w)[1], "gbps": per_state[w.cache],
-                        "gbps_min": per_state[w.cache], "gbps_max": per_state[w.cache], "cache": w.cache,
-                        "threads": 1, "distinct_ids": w.batch * w.seq} for w in workloads}
-    bw = {"bytes": 1 << 20, "copy_gbps": 40.0, "copy_gbps_min": 40.0, "copy_gbps_max": 40.0,
-          "gather_gbps": 20.0, "gather_gbps_min": 1.0, "gather_gbps_max": 1.0}
-    return {"backend": backend, "device": "cpu", "records": recs, "bandwidth": bw, "limits": limits,
-            "cache": {"llc_bytes": 32 << 20, "flush": "read 256 MiB before each timed call"},
-            "modes": {m: m for m in modes}, "suite_mode": modes[0], "fastest_mode": modes[-1],
-            "check": {m: "on" for m in modes}, "cores": 2, "implementation": f"{backend} 1.0"}
+def blocks(median: float, rounds: int = 8, seed: int = 0) -> list[dict]:
+    """One block per round around `median`, the rounds drifting +-20% as the machine does."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for r in range(rounds):
+        m = median * (1 + 0.2 * np.sin(r)) * (1 + 0.01 * rng.standard_normal())
+        out.append({"samples": [m * 0.99, m, m * 1.01], "calls_per_sample": 4, "cpu_ratio": 1.0,
+                    "faults_per_call": 0.0})
+    return out
 
 
-def write_outputs(tmp_path, results, name="bench"):
-    """(rows, {kind: path}) of every output written from `results` to tmp_path/name."""
-    rows = verdict.workload_rows(results)
-    paths = files.write_all(results, rows, {"device": "cpu", "root": "."}, str(tmp_path / name))
-    return rows, paths
+def side(label: str, backend: str | None = None) -> session.Side:
+    s = session.Side(label, backend or label, None)
+    s.info = {"implementation": f"{backend or label} 1.0", "check": {"suite": "on"}, "modes": {"suite": "its mode"}}
+    return s
 
 
-def child_request(backend, device="cpu"):
-    """A child's request at one tiny decode shape and as few rounds as it takes: the plumbing."""
-    w = wl.Workload("forward", "decode", 1, 1, 768, 3)
-    return {"backend": backend, "device": device, "workloads": [w.as_dict()], "bandwidth_bytes": 1 << 20,
-            "min_rounds": 1, "max_rounds": 2, "max_time": 0, "warmup": 0}
+def table(medians: dict[str, float], w: wl.Workload = BAR, limit: float | None = None, errors=()) -> dict:
+    """summary.workload_table for rows {label: median seconds} in mode "suite", the limit's
+    stream at `limit` seconds, and rows named in `errors` failed."""
+    rows = []
+    for i, (label, median) in enumerate(medians.items()):
+        row = session.Row(side(label), "suite", w, key_of("suite", w), {"first_call_s": 0.1},
+                          blocks=blocks(median, seed=i))
+        if label in errors:
+            row.blocks, row.error = [], f"{label} failed"
+        rows.append(row)
+    if limit is not None:
+        rows.append(session.Row(side(LIMIT), "stream", w, key_of("stream", w),
+                                {"description": "numpy stream", "distinct_ids": w.batch * w.seq},
+                                blocks=blocks(limit, seed=0)))
+    return summary.workload_table(w, rows, "cpu")
 
 
-def bench_args(tmp_path, *extra):
-    """`gpt2-conformance bench --backend numpy --out-dir tmp_path/out [extra]`, parsed."""
-    import argparse
-
-    from gpt2_conformance.bench import command
-
-    parser = argparse.ArgumentParser()
-    command.add_parser(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["bench", "--backend", "numpy", "--out-dir", str(tmp_path / "out"), *extra])
+META = {"device": "cpu", "cores": 2, "rounds": 8, "block_s": 0.08, "other_load_cores": 0.01, "root": "."}

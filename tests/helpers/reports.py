@@ -41,21 +41,14 @@ def write(tmp_path, name, result_or_dict) -> str:
 
 
 def bench_json(backend="numpy", median=0.004, node="host-a") -> dict:
-    """A bench JSON in the real layout: gpt2_conformance.bench.benchmark_json itself."""
+    """A bench JSON in the real layout: gpt2_conformance.bench.benchmark_json itself, over rows
+    made by the real summary from made-up rounds (helpers.bench_results)."""
     pytest.importorskip("pytest_benchmark")
-    from gpt2_conformance.bench.benchmark_json import BenchmarkJSON
-    from gpt2_conformance.bench.verdict import workload_rows
     from gpt2_conformance.bench import workloads as wl
-    from gpt2_conformance.bench.timing import Timing
+    from gpt2_conformance.bench.benchmark_json import BenchmarkJSON
+    from helpers.bench_results import META, table
 
-    records = []
-    for w in (wl.Workload("forward", "prefill", 8, 1024, 768), wl.Workload("forward", "decode", 1, 1, 768, 512)):
-        samples = [median * f for f in (0.9, 1.0, 1.1)]
-        records.append({"mode": "suite", "workload": w.as_dict(), "first_call_s": 0.1, "samples": samples,
-                        "cpu_ratio": 1.0, "stats": Timing(first_call_s=0.1, samples=samples, cpu_ratio=1.0).stats()})
-    result = {"backend": backend, "device": "cpu", "records": records, "modes": {"suite": "the suite's mode"},
-              "bandwidth": {"copy_gbps": 30.0}, "suite_mode": "suite", "fastest_mode": "suite",
-              "check": {"suite": "on (host check)"}}
-    doc = BenchmarkJSON().render([result], workload_rows([result]), {"device": "cpu", "root": "."})
+    tables = [table({backend: median}, w, limit=2 * median) for w in (wl.standard("forward_prefill"), wl.standard("forward_decode"))]
+    doc = BenchmarkJSON().render(tables, META)
     doc["machine_info"]["node"] = node
     return doc

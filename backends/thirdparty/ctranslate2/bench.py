@@ -1,5 +1,5 @@
 """Native bench hooks for CTranslate2 running the adapter's GPT-2 decoder spec
-(conformance/bench/native.py).
+(conformance/api/bench.py).
 
 CTranslate2's own inputs are made by put, once, before timing: from position 0, an int32
 StorageView of the ids and another of their lengths (forward_batch's dense form, which skips

@@ -1,4 +1,4 @@
-"""Native bench hooks for transformers' GPT2LMHeadModel (conformance/bench/native.py).
+"""Native bench hooks for transformers' GPT2LMHeadModel (conformance/api/bench.py).
 
 The timed forward is the adapter's observation path on torch tensors: GPT2Model.forward with
 the input ids, stopped at block 0's input (h) by the adapter's pre-hook, with a DynamicCache of

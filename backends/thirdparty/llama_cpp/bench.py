@@ -1,4 +1,4 @@
-"""Native bench hooks for llama.cpp running the adapter's GPT-2 GGUF (conformance/bench/native.py).
+"""Native bench hooks for llama.cpp running the adapter's GPT-2 GGUF (conformance/api/bench.py).
 
 llama.cpp's own buffers are host memory it owns: the ids go in as ctypes llama_token arrays made
 once by put (as llama-cpp-python hands tokens to llama_decode), h comes out of the graph's

@@ -1,4 +1,4 @@
-"""Native bench hooks for mlx-lm's GPT-2 (conformance/bench/native.py).
+"""Native bench hooks for mlx-lm's GPT-2 (conformance/api/bench.py).
 
 The timed forward is the adapter's observation path on mx.arrays: GPT2Model.__call__ with a
 prompt cache of past_length entries built once per shape, at the untimed first call (the

@@ -1,5 +1,5 @@
 """Native bench hooks for ONNX Runtime running the exported GPT2LMHeadModel
-(conformance/bench/native.py).
+(conformance/api/bench.py).
 
 ORT's own tensors are OrtValues: put turns the ids (cast to the graph's int64 input, as a
 deployment feeds it) and h (in the model's dtype) into OrtValues once, before timing; the zero

@@ -1,5 +1,5 @@
 """Native bench hooks for OpenVINO running the exported GPT2LMHeadModel
-(conformance/bench/native.py).
+(conformance/api/bench.py).
 
 OpenVINO's own tensors are ov.Tensors: put turns the ids (cast to the graph's int64 input, as a
 deployment feeds it) and h (in the model's dtype) into ov.Tensors once, before timing; the zero

@@ -1,5 +1,5 @@
 """Native bench hooks for tract running the exported GPT2LMHeadModel
-(conformance/bench/native.py).
+(conformance/api/bench.py).
 
 tract's own tensors are tract.Tensors: put turns the ids (cast to the graph's int64 input, as a
 deployment feeds it) and h (in the model's dtype) into tract.Tensors once, before timing (that

@@ -1,4 +1,4 @@
-"""Native bench hooks for TransformerLens' HookedTransformer (conformance/bench/native.py).
+"""Native bench hooks for TransformerLens' HookedTransformer (conformance/api/bench.py).
 
 The timed forward is the adapter's observation path on torch tensors:
 HookedTransformer.forward(tokens, stop_at_layer=0) (the residual stream before block 0), with

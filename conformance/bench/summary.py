@@ -1,0 +1,73 @@
+"""From the rounds' blocks to the run's figures: per workload, every row ranked with its ratio to
+the fastest and its interval, its median, and its % of the limit (a roofline column).
+
+A row is a plain dict (the JSON outputs and the renderers read the same keys):
+  backend, label, mode, implementation, check, workload (its group), kind, phase, batch, seq,
+  n_embd, past_length, cache, device; median_s (over every sample of every block), samples,
+  block_medians (by round), calls_per_sample, threads_used, faults_per_call, first_call_s;
+  ratio, ci_low, ci_high, rank; pct_of_limit, pct_low, pct_high, limit_gbps, gbps, gflops, bytes_moved,
+  model_error; error (a row that failed has only its identity and the error).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from gpt2_conformance.bench import ranking, workloads
+from gpt2_conformance.bench.worker import LIMIT
+
+
+def _identity(row, info: dict, device: str) -> dict:
+    w = row.workload
+    return {"backend": row.side.backend, "label": row.side.label, "mode": row.mode,
+            "implementation": info.get("implementation", ""), "check": info.get("check", {}).get(row.mode, ""),
+            "mode_description": info.get("modes", {}).get(row.mode, ""), "workload": w.group, "name": w.name,
+            "kind": w.kind, "phase": w.phase, "batch": w.batch, "seq": w.seq, "n_embd": w.n_embd,
+            "past_length": w.past_length, "cache": w.cache, "device": device}
+
+
+def _timed(row) -> dict:
+    blocks = [b for b in row.blocks if b is not None]
+    samples = [s for b in blocks for s in b["samples"]]
+    return {"samples": samples, "median_s": statistics.median(samples),
+            "block_medians": ranking.block_medians(row.blocks), "calls_per_sample": blocks[0]["calls_per_sample"],
+            "threads_used": round(statistics.median(b["cpu_ratio"] for b in blocks), 2),
+            "faults_per_call": statistics.median(b["faults_per_call"] for b in blocks),
+            "first_call_s": row.prep.get("first_call_s")}
+
+
+def workload_table(w: workloads.Workload, rows: list, device: str) -> dict:
+    """{"workload": w as a dict, "group", "limit": the limit's row or None, "rows": ranked rows
+    first, then rows that failed}."""
+    limit = next((r for r in rows if r.side.backend == LIMIT and not r.error and r.blocks), None)
+    timed = [r for r in rows if r.side.backend != LIMIT and not r.error and any(b is not None for b in r.blocks)]
+    medians = {r.name: ranking.block_medians(r.blocks) for r in timed}
+    ranked = {x.name: x for x in ranking.rank(medians)}
+    out = []
+    for r in timed:
+        row = {**_identity(r, r.side.info, device), **_timed(r)}
+        x = ranked.get(r.name)
+        row.update(ratio=x.ratio.ratio if x and x.ratio else None, ci_low=x.ratio.low if x and x.ratio else None,
+                   ci_high=x.ratio.high if x and x.ratio else None, rank=x.rank if x else None)
+        nbytes = workloads.bytes_moved(w, limit.prep["distinct_ids"] if limit else None)
+        row.update(bytes_moved=nbytes, gbps=nbytes / row["median_s"] / 1e9,
+                   gflops=workloads.flops(w) / row["median_s"] / 1e9)
+        pct = ranking.pct_of_limit(medians[r.name], ranking.block_medians(limit.blocks)) if limit else None
+        if pct is not None:
+            row.update(pct_of_limit=pct.ratio, pct_low=pct.low, pct_high=pct.high,
+                       limit_gbps=row["gbps"] * 100 / pct.ratio)
+            # a row faster than a stream of its own least bytes, with confidence: the byte model
+            # (workloads.traffic) or the reference is wrong, and no % is shown as a result
+            row["model_error"] = f"{pct.ratio:.0f}% of its limit [{pct.low:.0f}, {pct.high:.0f}]" if pct.low > 100 \
+                else None
+        out.append(row)
+    order = {x: i for i, x in enumerate(ranked)}
+    out.sort(key=lambda row: order.get(f"{row['label']} {row['mode']}", len(order)))
+    failed = [{**_identity(r, r.side.info, device), "error": r.error or "no block was timed"}
+              for r in rows if r.side.backend != LIMIT and r not in timed]
+    limit_row = None
+    if limit is not None:
+        lt = _timed(limit)
+        limit_row = {"description": limit.prep.get("description", ""), "median_s": lt["median_s"],
+                     "gbps": workloads.bytes_moved(w, limit.prep["distinct_ids"]) / lt["median_s"] / 1e9}
+    return {"workload": w.as_dict(), "group": w.group, "limit": limit_row, "rows": out + failed}
