@@ -1,13 +1,15 @@
 """The pytest plugin's entry point (`pytest11: gpt2_conformance`), loaded into every pytest
 session of an environment that has the suite installed. So it does nothing but register the
 suite's options, each behind the `--gpt2c-` prefix (a project's own `--device` or `--backend`
-stays its own), and imports nothing unless --gpt2c-backend is given (then the registry alone, to
-refuse in one line a name that cannot run): the suite's hooks and fixtures live in
+stays its own), and imports nothing unless a --gpt2c- input is given (then it checks them before
+collection, to refuse in one line what cannot run): the suite's hooks and fixtures live in
 gpt2_conformance/suite/conftest.py, which pytest loads only when it collects the suite.
 
     pytest --pyargs gpt2_conformance.suite --gpt2c-backend numpy
     pytest --pyargs gpt2_conformance.suite --gpt2c-adapter mypkg.gpt2:make_adapter --gpt2c-device gpu
 """
+
+import pytest
 
 
 def pytest_addoption(parser):
@@ -34,32 +36,34 @@ def pytest_addoption(parser):
                     "report's repro line); repeatable")
 
 
+@pytest.hookimpl(tryfirst=True)  # before the suite's conftest, whose hooks read what is checked here
 def pytest_configure(config):
-    """A --gpt2c-backend that cannot run, or a --gpt2c-checkpoint that is missing or of no format
-    the suite reads, is a usage error here, one line, before collection (the suite's own hooks
-    find out at collection, where pytest prints it as a collection error with two tracebacks, or
-    in each GOLDEN test). Only when the option is given; the checks import no framework."""
-    checkpoint = config.getoption("--gpt2c-checkpoint", None)
-    if checkpoint:
-        import pytest
+    """Every --gpt2c- input is checked here, before collection, by the same checks `gpt2-conformance
+    run` makes (gpt2_conformance/runtime/inputs.py), and refused as pytest's usage error: one line,
+    exit 4. The suite's conftest is imported during collection, where an error is a collection
+    error with a chained traceback, and a bad checkpoint would be each GOLDEN test's error.
 
-        from gpt2_conformance.golden import readers
-
-        try:
-            readers.format_of(checkpoint)
-        except readers.CheckpointError as exc:
-            raise pytest.UsageError(f"gpt2-conformance: --gpt2c-checkpoint {exc}") from None
-    name = config.getoption("--gpt2c-backend", None)
-    if not name or ":" in name or config.getoption("--gpt2c-adapter", None):
+    The adapter and the waivers, once read, are kept on the config for the suite's hooks. In a
+    child of `run` (--gpt2c-results) nothing is checked: `run` checked it all before starting it."""
+    options = ("--gpt2c-backend", "--gpt2c-adapter", "--gpt2c-checkpoint", "--gpt2c-waivers", "--gpt2c-seed",
+               "--gpt2c-case")
+    if config.getoption("--gpt2c-results", None) or not any(config.getoption(o, None) for o in options):
         return
-    import pytest
+    from gpt2_conformance.runtime import inputs
 
-    from gpt2_conformance import registry
-
-    if name not in registry.available():
-        raise pytest.UsageError(f"gpt2-conformance: --gpt2c-backend {name!r}: unknown backend; available: "
-                                f"{', '.join(registry.available())} (or --gpt2c-adapter package.module:factory)")
-    lacking = registry.missing_framework(name)
-    if lacking:
-        raise pytest.UsageError(f"gpt2-conformance: --gpt2c-backend {name!r} needs {lacking}, which is not "
-                                f"installed: {registry.install_command(registry.entry(name))}")
+    name = config.getoption("--gpt2c-adapter", None) or config.getoption("--gpt2c-backend", None)
+    try:
+        inputs.seed(config.getoption("--gpt2c-seed", None), config.getoption("--gpt2c-thorough", False), inputs.PYTEST)
+        for case in config.getoption("--gpt2c-case", None) or ():
+            inputs.case(case, inputs.PYTEST)
+        if config.getoption("--gpt2c-checkpoint", None):
+            inputs.checkpoint(config.getoption("--gpt2c-checkpoint"), inputs.PYTEST)
+        if not name:
+            return
+        if ":" not in name and not config.getoption("--gpt2c-adapter", None):
+            inputs.backend(name, inputs.PYTEST)
+        factory = inputs.adapter(name, spec_only=bool(config.getoption("--gpt2c-adapter", None)))
+        config._gpt2c_checked = (factory, name, inputs.waiver_list(name, config.getoption("--gpt2c-waivers", None),
+                                                                    factory))
+    except inputs.InputError as exc:
+        raise pytest.UsageError(f"gpt2-conformance: {exc}") from None

@@ -87,7 +87,8 @@ def test_a_backend_whose_framework_is_missing_says_how_to_install_it(tmp_path):
     run = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "needs-missing"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
-    assert "no_such_framework_gpt2c is not installed (pip install 'gpt2-conformance[missing-extra]')" in run.stderr
+    assert run.stderr == ("gpt2-conformance: error: --backend 'needs-missing' needs no_such_framework_gpt2c, which is "
+                          "not installed: pip install 'gpt2-conformance[missing-extra]'\n"), run.stderr
     listed = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "list", "--long"], capture_output=True,
                             text=True, env=env, cwd=tmp_path)
     row = next(line for line in listed.stdout.splitlines() if line.startswith("needs-missing"))

@@ -149,7 +149,7 @@ def test_cli_nothing_claimed_exits_3(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["run", "--backend", "nope"], "unknown backend 'nope'"),
+    (["run", "--backend", "nope"], "--backend 'nope': unknown backend; available: numpy,"),
     (["run", "--adapter", "nocolon"], "must have the form package.module:factory"),
     (["run", "--adapter", "no_such_module_x:f"], "cannot import 'no_such_module_x'"),
     (["run", "--backend", "numpy", "--timeout", "0"], "--timeout must be > 0"),

@@ -25,6 +25,7 @@ from gpt2_conformance import spec
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance import waivers
 from gpt2_conformance.run import console, parity, report, runner, schedule
+from gpt2_conformance.runtime import inputs
 
 
 def add_parser(sub) -> None:
@@ -67,7 +68,7 @@ def run(args) -> int:
     name = args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
-    except (ImportError, LookupError, ValueError, TypeError) as exc:  # bad waivers: ValueError; no adapter: TypeError
+    except inputs.InputError as exc:
         return _usage(str(exc), args)
     except TimeoutError as exc:  # the adapter's module hung at import: it could not run
         print(f"gpt2-conformance: error: {exc}", file=sys.stderr)
@@ -81,44 +82,22 @@ def _bad_args(args) -> str | None:
     backend's own name, waivers and adapter are checked next, by _waivers."""
     if not 0 < args.timeout < float("inf"):  # nan and inf too: the watchdog needs a number
         return f"--timeout must be > 0 and finite, got {args.timeout}"
-    if args.seed is not None and not args.thorough:
-        return "--seed replays a thorough run: add --thorough"
     if args.jobs is not None and args.jobs < 1:
         return f"--jobs must be >= 1, got {args.jobs}"
     if args.durations < 0:
         return f"--durations must be >= 0, got {args.durations}"
-    if args.checkpoint:  # missing, or of no format read here (one of a known format that reads badly is ERROR)
-        from gpt2_conformance.golden import readers
-
-        try:
-            readers.format_of(args.checkpoint)
-        except readers.CheckpointError as exc:
-            return f"--checkpoint {exc}"
-    return next(filter(None, map(_unknown_case, args.case)), None)
-
-
-def _unknown_case(case: str) -> str | None:
-    """Why --case names no test of the suite, found here without collecting it (that imports the
-    framework, in the child): its file and its test function must exist. The child checks the
-    parameters in brackets and refuses an unknown one (runtime/hooks.py)."""
-    import ast
-    import difflib
-
-    path, _, test = case.partition("::")
-    name = test.split("[")[0]
-    suite_file = os.path.join(runner.SUITE_DIR, os.path.basename(path))
-    if not path.endswith(".py") or not name or not os.path.isfile(suite_file):
-        files = sorted(f for f in os.listdir(runner.SUITE_DIR) if f.startswith("test_") and f.endswith(".py"))
-        return (f"--case {case!r}: not FILE::TEST of the suite, e.g. 'test_bounds.py::test_too_long_raises' "
-                f"(copy it from a report's repro line; files: {', '.join(files)})")
-    with open(suite_file, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
-    tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
-    if name in tests:
-        return None
-    close = difflib.get_close_matches(name, tests, n=1)
-    return (f"--case {case!r}: {os.path.basename(suite_file)} has no test {name!r}"
-            + (f"; did you mean {close[0]!r}?" if close else f"; its tests: {', '.join(tests)}"))
+    lacking = runner.missing_child_plugins()
+    if lacking:
+        return lacking
+    try:
+        inputs.seed(args.seed, args.thorough, inputs.CLI)
+        for case in args.case:
+            inputs.case(case, inputs.CLI)
+        if args.checkpoint:
+            inputs.checkpoint(args.checkpoint, inputs.CLI)
+    except inputs.InputError as exc:
+        return str(exc)
+    return None
 
 
 def _usage(message: str, args=None) -> int:
@@ -157,24 +136,20 @@ def _spec_of(name: str, args) -> str | None:
 def _waivers(name: str, args, log_dir: str) -> list:
     """The waivers that apply: --waivers, else the built-in's own file (its registry entry), else
     the WAIVERS attribute of an --adapter (imported here, its native output to the log). A
-    built-in whose framework is missing is a usage error with the install hint."""
+    built-in is not imported here (its framework is the children's): its name is checked, and a
+    missing framework is a usage error with the install hint."""
     spec = _spec_of(name, args)
     if spec is None:
-        found = registry.entry(name)
-        if found is None:
+        inputs.backend(name, inputs.CLI)
+        if registry.entry(name) is None:  # an adapter plug-in: imported to read its claims and WAIVERS
             with _bounded(args.timeout, f"importing the plug-in {name}"):
-                registry.resolve(name)  # an installed plug-in resolves; anything else raises LookupError
-        else:
-            lacking = registry.missing_framework(name)
-            if lacking:
-                raise ImportError(f"backend {name}: {lacking} is not installed ({registry.install_command(found)})")
-        path = args.waivers or registry.waivers_file(name)
-    else:
-        with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
-                _bounded(args.timeout, f"importing the adapter {spec}"):
-            factory = registry.load_adapter(spec)  # checked here: in the child, no claims cost every clause
-        path = args.waivers or registry.waivers_file(spec, factory)
-    return waivers.load(path) if path else []
+                return inputs.waiver_list(name, args.waivers, inputs.adapter(name))
+        return inputs.waiver_list(name, args.waivers)
+    with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
+            _bounded(args.timeout, f"importing the adapter {spec}"):
+        # checked here: in the child, an adapter without claims cost every clause
+        factory = inputs.adapter(spec, spec_only=bool(args.adapter))
+    return inputs.waiver_list(spec, args.waivers, factory)
 
 
 @contextlib.contextmanager
@@ -339,7 +314,7 @@ def _parity_section(args, results: list[res.SuiteResult]) -> str:
 def _judge_named(name: str, args, log_dir: str, side_by_side: int = 1) -> res.SuiteResult:
     try:
         waiver_list = _waivers(name, args, log_dir)
-    except (ImportError, LookupError, ValueError, TypeError) as exc:
+    except inputs.InputError as exc:
         result = res.SuiteResult(name, args.device, spec.SPEC_VERSION, res.aggregate([]), 0.0, error=str(exc))
         result.log_path = console.log_path(log_dir, name, args.device)
         result.environment["log"] = os.path.basename(result.log_path)

@@ -18,6 +18,7 @@ import io
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,28 @@ SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider
 # bytecode is not written (PYTHONDONTWRITEBYTECODE): about 4 s of each child on these machines.
 CHILD_PLUGINS = ("gpt2_conformance.pytest_plugin", "gpt2_conformance.run.events", "gpt2_conformance.run.forking",
                  "pytest_timeout", "_hypothesis_pytestplugin")
+# the distributions behind the child plugins that are not ours: a child without one dies at its start
+CHILD_PLUGIN_DISTRIBUTIONS = {"pytest_timeout": "pytest-timeout", "_hypothesis_pytestplugin": "hypothesis"}
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, which blocks its import
+        return False
+
+
+def missing_child_plugins() -> str | None:
+    """The child plugins this interpreter cannot load, as one line saying what to install; None if
+    it has them all. Each suite child is this interpreter (sys.executable) running pytest with them,
+    and a child that cannot load one ends before its first test: every clause an ERROR."""
+    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not _importable(module)]
+    if not missing:
+        return None
+    return (f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed in {sys.executable}, "
+            f"and the suite's test processes load {'it' if len(missing) == 1 else 'them'}: pip install "
+            f"{' '.join(missing)} into that environment, or run the gpt2-conformance of one that has "
+            f"{'it' if len(missing) == 1 else 'them'}")
 
 
 class _Collector:
@@ -158,7 +181,7 @@ def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=())
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = __import__("pytest").main(args, plugins=[InjectedFactory(factory, label), collector])
-    error = "" if code in (0, 1) else f"pytest exited with {code}: {out.getvalue()[-2000:]}"
+    error = "" if code in (0, 1) else f"pytest exited with {code}: {last_words(out.getvalue())}"
     return res.SuiteResult(label or getattr(factory, "__name__", repr(factory)), device, spec.SPEC_VERSION,
                            res.aggregate(list(collector.outcomes.values())), time.perf_counter() - start,
                            environment(device=device, modules=[type(factory).__module__, getattr(factory, "__module__", "")]),
@@ -282,15 +305,34 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
                 continue
             if child.returncode == events_file.FRESH_PROCESS_EXIT and clauses is not None and this.done:
                 continue  # a test poisoned the device context (events.POISONED_DEVICE): the rest in a new process
-            if clauses is None:  # it never collected the suite: nothing was judged
-                out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
+            if not clauses and child.returncode not in (0, 5):  # it never collected the suite: nothing judged
+                out.error = f"pytest exited with {child.returncode}: {last_words(output)}"
             elif out.session is None:  # every test judged, then it died finishing the session
                 why = "hung" if hung else f"died ({events_file.death(child.returncode)})"
                 out.session = {"parity": not_computed(f"the test process {why} while computing it")}
             elif child.returncode not in (0, 1, 5):  # 5: no test left, every one judged in earlier passes
-                out.error = f"pytest exited with {child.returncode}: {output.strip()[-1500:]}"
+                out.error = f"pytest exited with {child.returncode}: {last_words(output)}"
             break
     return out
+
+
+_EXCEPTION_LINE = re.compile(r"^(E\s+)?([A-Za-z_][\w.]*(Error|Exception|Exit)|ERROR): ")
+
+
+def last_words(output: str, limit: int = 1500) -> str:
+    """Why a child ended, for the report's `error`: the last line that names an exception (pytest's
+    `ERROR: ...`, a traceback's last line), else the output's last whole lines within `limit`
+    characters; never a line cut in the middle."""
+    lines = [line.rstrip() for line in output.strip().splitlines() if line.strip()]
+    named = [line.strip() for line in lines if _EXCEPTION_LINE.match(line.strip())]
+    if named:
+        return named[-1][:limit]
+    kept: list[str] = []
+    for line in reversed(lines):
+        if sum(len(k) + 1 for k in kept) + len(line) > limit:
+            break
+        kept.insert(0, line)
+    return "\n".join(kept) or (lines[-1][-limit:] if lines else "")
 
 
 def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:

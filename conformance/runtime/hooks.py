@@ -35,27 +35,19 @@ def pytest_configure(config):
     if injected is not None:
         config._gpt2c_factory, config._gpt2c_label = injected.factory, injected.label
         return
+    checked = getattr(config, "_gpt2c_checked", None)  # the pytest route: pytest_plugin.py read them
+    if checked is not None:
+        config._gpt2c_factory, config._gpt2c_label, waiver_list = checked
+        config._gpt2c_waivers = {w.clause: w for w in waiver_list}
+        return
     name = config.getoption("--gpt2c-adapter") or config.getoption("--gpt2c-backend")
-    if name:
-        from gpt2_conformance import registry
+    if name:  # a child of `run`, which checked the name and applies the waivers itself
+        from gpt2_conformance.runtime import inputs
 
         try:
-            config._gpt2c_factory, config._gpt2c_label = registry.resolve(name), name
-            capabilities_of(config._gpt2c_factory)
-            config._gpt2c_waivers = _waivers(config, name, config._gpt2c_factory)
-        except (ImportError, LookupError, ValueError, TypeError) as exc:
-            raise pytest.UsageError(f"gpt2-conformance: {exc}") from exc
-
-
-def _waivers(config, name: str, factory) -> dict:
-    """clause -> Waiver for the pytest route (--gpt2c-waivers, else the backend's own file). Not in
-    the CLI's children (--gpt2c-results): the CLI applies the same file to the clause verdicts."""
-    from gpt2_conformance import registry, waivers
-
-    if config.getoption("--gpt2c-results", None):
-        return {}
-    path = config.getoption("--gpt2c-waivers", None) or registry.waivers_file(name, factory)
-    return {w.clause: w for w in waivers.load(path)} if path else {}
+            config._gpt2c_factory, config._gpt2c_label = inputs.adapter(name), name
+        except inputs.InputError as exc:
+            raise pytest.UsageError(f"gpt2-conformance: {exc}") from None
 
 
 def _set_draw_mode(config) -> None:
@@ -65,9 +57,7 @@ def _set_draw_mode(config) -> None:
     from gpt2_conformance.runtime import strategies
 
     thorough = bool(config.getoption("--gpt2c-thorough", False))
-    chosen = config.getoption("--gpt2c-seed", None)
-    if chosen is not None and not thorough:
-        raise pytest.UsageError("gpt2-conformance: --gpt2c-seed replays a thorough run: add --gpt2c-thorough")
+    chosen = config.getoption("--gpt2c-seed", None)  # without thorough: refused by pytest_plugin.py
     strategies.MODE.thorough = thorough
     strategies.MODE.shrink = not config.getoption("--gpt2c-no-shrink", False)
     strategies.MODE.seed = (chosen if chosen is not None else random.randrange(2**32)) if thorough else None
@@ -99,14 +89,21 @@ def _closest_cases(case: str, nodeids: list[str]) -> str:
 def _keep_cases(config, items, cases: list[str]) -> None:
     """--gpt2c-case NODEID: only those tests (a node id as the reports write it, relative to the
     suite's folder), so one FAIL of a report replays alone, with the same draws."""
-    def wanted(item, case):
-        return item.nodeid == case or item.nodeid.endswith("/" + case)
+    def wanted(nodeid, case):
+        return nodeid == case or nodeid.endswith("/" + case)
 
-    unknown = [c for c in cases if not any(wanted(i, c) for i in items)]
+    unknown = [c for c in cases if not any(wanted(i.nodeid, c) for i in items)]
+    if unknown and "[" not in unknown[0]:
+        cases_of = [i.nodeid.rsplit("/", 1)[-1] for i in items
+                    if "[" in i.nodeid and wanted(i.nodeid.split("[")[0], unknown[0])]
+        if cases_of:  # a parametrised test: one of its cases is a test, the function alone is not
+            shown = ", ".join(map(repr, cases_of[:4])) + (f" ... ({len(cases_of)} cases)" if len(cases_of) > 4 else "")
+            raise pytest.UsageError(f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} is a parametrised test: name one of its "
+                                    f"cases, as a report's repro line does: {shown}")
     if unknown:
         raise pytest.UsageError(f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} names no test of the suite"
                                 + _closest_cases(unknown[0], [i.nodeid for i in items]))
-    keep = [i for i in items if any(wanted(i, c) for c in cases)]
+    keep = [i for i in items if any(wanted(i.nodeid, c) for c in cases)]
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
 
