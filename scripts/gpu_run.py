@@ -1,6 +1,7 @@
 """The Python half of scripts/offline-gpu-run.sh: what the shell cannot ask without importing
 the package. Run with the installed gpt2_conformance on the path (the script sets PYTHONPATH).
 
+    python gpu_run.py interpreter WHEELS_DIR     # this Python runs the wheels' project; exit 2 if not
     python gpu_run.py where SITE                 # the gpt2_conformance in use; exit 1 if not SITE's
     python gpu_run.py versions                   # versions of the packages the run depends on
     python gpu_run.py backends                   # every registered backend name, one a line
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 # the distributions whose versions decide a GPU run; read from installed metadata, nothing imported
@@ -23,6 +25,71 @@ WATCHED = ("gpt2-conformance", "numpy", "pytest", "pytest-timeout", "pytest-xdis
            "torch", "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin", "tensorflow", "transformers",
            "huggingface-hub", "tokenizers", "safetensors", "onnx", "onnxruntime", "onnxruntime-gpu", "onnxscript",
            "keras", "keras-hub", "transformer-lens", "mlx", "matplotlib")
+
+
+def interpreter(wheels: str) -> int:
+    """Whether this interpreter can run the project in WHEELS_DIR: its Python version and every
+    distribution the project requires (the install is --no-deps: they must be here already, or
+    carried as wheels), read from the project wheel's metadata, and pip for the install. One line
+    on stderr naming what is missing and the PYTHON variable that picks another, exit 2; or 0.
+    It runs before anything is installed: a wrong interpreter otherwise shows as every clause's
+    ERROR, a traceback cut mid-word in its reason."""
+    import glob
+    import zipfile
+    from importlib import metadata
+
+    try:
+        from packaging.requirements import Requirement
+        from packaging.specifiers import SpecifierSet
+    except ImportError:  # pip vendors it; pip itself is checked below
+        try:
+            from pip._vendor.packaging.requirements import Requirement
+            from pip._vendor.packaging.specifiers import SpecifierSet
+        except ImportError:
+            Requirement = SpecifierSet = None
+    me = f"{sys.executable} (Python {sys.version.split()[0]})"
+    fix = ("set PYTHON to an interpreter that has them, e.g. PYTHON=/path/to/venv/bin/python "
+           "scripts/offline-gpu-run.sh WHEELS_DIR OUT_DIR")
+    if Requirement is None:
+        print(f"offline-gpu-run: {me} has no pip, which installs the wheels: {fix}", file=sys.stderr)
+        return 2
+    wheels_here = sorted(glob.glob(os.path.join(wheels, "*.whl")))
+    project = [w for w in wheels_here if os.path.basename(w).startswith("gpt2_conformance-")]
+    if len(project) != 1:
+        print(f"offline-gpu-run: {wheels} holds {len(project)} gpt2_conformance wheels, not one "
+              "(scripts/prepare-gpu-wheels.sh makes the folder)", file=sys.stderr)
+        return 2
+    with zipfile.ZipFile(project[0]) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = z.read(name).decode("utf-8", "replace")
+    headers = [line.split(":", 1) for line in meta.split("\n\n", 1)[0].splitlines() if ":" in line]
+    needs_python = next((v.strip() for k, v in headers if k == "Requires-Python"), "")
+    if needs_python and sys.version.split()[0] not in SpecifierSet(needs_python):
+        print(f"offline-gpu-run: {me}: gpt2-conformance needs Python {needs_python}; {fix}", file=sys.stderr)
+        return 2
+    carried = {re.sub(r"[-_.]+", "-", os.path.basename(w).split("-")[0]).lower() for w in wheels_here}
+    lacking = []
+    for k, v in headers:
+        if k != "Requires-Dist":
+            continue
+        req = Requirement(v.strip())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra's: a backend's framework, skipped by the plan where missing
+        if re.sub(r"[-_.]+", "-", req.name).lower() in carried:
+            continue
+        try:
+            have = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            lacking.append(f"{req.name} (not installed)")
+            continue
+        if req.specifier and have not in req.specifier:
+            lacking.append(f"{req.name} {have} (needs {req.specifier})")
+    if lacking:
+        print(f"offline-gpu-run: {me} lacks what gpt2-conformance needs: {', '.join(lacking)}; {fix}",
+              file=sys.stderr)
+        return 2
+    print(f"python {me}: has every requirement of {os.path.basename(project[0])}")
+    return 0
 
 
 def where(site: str) -> int:
@@ -179,8 +246,8 @@ def _write(out_dir: str, lines: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"where": (where, 1), "versions": (versions, 0), "backends": (backends, 0),
-                "probe": (probe, 2), "facts": (facts, 2)}
+    commands = {"interpreter": (interpreter, 1), "where": (where, 1), "versions": (versions, 0),
+                "backends": (backends, 0), "probe": (probe, 2), "facts": (facts, 2)}
     if not argv or argv[0] not in commands or len(argv) - 1 != commands[argv[0]][1]:
         print(__doc__, file=sys.stderr)
         return 2

@@ -20,7 +20,9 @@
 #
 # Every step runs under `timeout`, within one overall budget (--budget, default 420 s) that
 # always keeps time for the merge. Each step's exit status, time and log go to OUT_DIR/steps.tsv
-# and OUT_DIR/logs/; the script exits 0 only if every step did.
+# and OUT_DIR/logs/; the script exits 0 only if every step did, 1 if one did not, 2 on a bad
+# command line or interpreter (nothing run), 3 with --device gpu when no backend could run on
+# the GPU (no step failed, but this was not a GPU run).
 #
 # Options:
 #   --device gpu|cpu   gpu (default). cpu runs the same steps on the CPU: a check of this
@@ -30,7 +32,8 @@
 #   --budget S         overall limit in seconds (default 420)
 #   --bench-args "..." extra arguments for the bench step (e.g. "--backend numpy --sizes 768")
 #   --no-bench         skip the bench step (recorded as skipped)
-# Environment: PYTHON (default python3) is the interpreter whose packages the run uses.
+# Environment: PYTHON (default python3) is the interpreter whose packages the run uses; it is
+# checked first (its version, and every requirement of the project's wheel that is not carried).
 set -u -o pipefail
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2; }
@@ -55,6 +58,11 @@ WHEELS=$1 OUT=$2
 PY=${PYTHON:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "offline-gpu-run: no wheels in '$WHEELS' (scripts/prepare-gpu-wheels.sh makes them)" >&2; exit 2; }
+# the interpreter, before anything is written: a wrong one shows otherwise as every clause's ERROR
+command -v "$PY" >/dev/null 2>&1 || {
+  echo "offline-gpu-run: PYTHON=$PY: no such interpreter; set PYTHON to the Python whose packages the run uses" >&2
+  exit 2; }
+"$PY" "$HERE/gpu_run.py" interpreter "$WHEELS" >/dev/null || exit 2
 if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
   echo "offline-gpu-run: '$OUT' is not empty: give a new or empty folder (merge would mix in old reports)" >&2; exit 2
 fi
@@ -181,7 +189,11 @@ if [ "$(status_of install)" != ok ] || [ "$(status_of where)" != ok ]; then
 fi
 step check versions 60 -- "$PY" "$HERE/gpu_run.py" versions
 if [ "$DEVICE" = gpu ]; then
-  step check nvidia-smi 30 -- nvidia-smi
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    step check nvidia-smi 30 -- nvidia-smi
+  else  # what the machine's GPU is, for the record only: each framework still says whether it sees one
+    skip nvidia-smi "nvidia-smi not found: no NVIDIA driver on this machine, so no GPU is expected (--device cpu checks the script's steps without one)"
+  fi
 fi
 
 # -- 2. plan -----------------------------------------------------------------------------------
@@ -267,5 +279,8 @@ echo "offline-gpu-run: $(( $(date +%s) - START )) s in all (budget ${BUDGET} s);
 [ -f "$OUT/merged/merged.md" ] && echo "offline-gpu-run: matrix, parity and bench: $OUT/merged/merged.md, scoreboard: $OUT/merged/scoreboard.html"
 if awk -F'\t' 'NR > 1 && $2 != "ok" && $2 != "skipped" {bad = 1} END {exit !bad}' "$OUT/steps.tsv"; then
   echo "offline-gpu-run: some steps did not succeed (steps.tsv)"; exit 1
+fi
+if [ "$DEVICE" = gpu ] && [ -z "$GPU_RUN" ]; then
+  echo "offline-gpu-run: not a GPU run: no backend could run on the GPU here (plan.tsv says why for each)"; exit 3
 fi
 exit 0

@@ -11,7 +11,9 @@ shows is the script's own logic, so that the first GPU run can fail only for GPU
 - `--device gpu` on this CPU machine is the script's real GPU path: every backend the image
   lacks is skipped as not installed, numpy (CPU only) is skipped on the GPU with its claim as
   the reason and runs the parity pass on the CPU, the bench on the GPU skips numpy with its
-  reason, nvidia-smi fails (no GPU) and is recorded as failed, and merge still runs.
+  reason, nvidia-smi (absent: no driver) is skipped with that reason, merge still runs, and the
+  script exits 3: not a GPU run.
+- A PYTHON without the project's requirements is refused before anything runs.
 - `--device cpu` is the dry run the issue asks for (the same steps on the CPU): a small plug-in
   adapter (the numpy reference claiming float32 at 768 only, so the suite is short) and one
   bench workload keep it cheap.
@@ -25,6 +27,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -148,8 +151,8 @@ def test_prepare_refuses_a_folder_that_holds_wheels(tmp_path):
     assert code == 2 and "is not empty" in out, out
 
 
-def _image(tmp) -> str:
-    """A fresh venv holding IMAGE_PACKAGES and their requirements, linked from this interpreter's
+def _image(tmp, packages=IMAGE_PACKAGES) -> str:
+    """A fresh venv holding `packages` and their requirements, linked from this interpreter's
     installs (a machine image's preinstalled packages); its python."""
     from importlib import metadata
 
@@ -161,7 +164,7 @@ def _image(tmp) -> str:
     python = str(venv / "bin" / "python")
     code, site = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     assert code == 0, site
-    seen, todo = {}, list(IMAGE_PACKAGES)
+    seen, todo = {}, list(packages)
     while todo:
         dist = metadata.distribution(todo.pop())
         key = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
@@ -201,6 +204,26 @@ def _offline_run(tmp, wheels_dir, *options, budget=420, **env):
     return code, out, out_dir
 
 
+def test_an_interpreter_without_the_projects_requirements_is_refused_before_anything_runs(tmp_path, wheels):
+    """PYTHON (default python3) without pytest-timeout: one line naming it and PYTHON, exit 2, and
+    nothing written; it ran every step, and the suite's 40 clauses were ERROR (a traceback cut
+    mid-word in their reason)."""
+    python = _image(tmp_path, [p for p in IMAGE_PACKAGES if p != "pytest-timeout"])
+    (tmp_path / "tmp").mkdir()
+    code, out = _run(["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), str(wheels[0]), str(tmp_path / "out")],
+                     env=_offline_env(tmp_path / "tmp", PYTHON=python), cwd=str(tmp_path))
+    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                             text=True).stdout.strip()
+    assert (code, out) == (2, f"offline-gpu-run: {python} (Python {version}) lacks what gpt2-conformance needs: "
+                              "pytest-timeout (not installed); set PYTHON to an interpreter that has them, e.g. "
+                              "PYTHON=/path/to/venv/bin/python scripts/offline-gpu-run.sh WHEELS_DIR OUT_DIR\n"), out
+    assert not (tmp_path / "out").exists() and not os.listdir(tmp_path / "tmp")
+    code, out = _run(["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), str(wheels[0]), str(tmp_path / "out")],
+                     env=_offline_env(tmp_path / "tmp", PYTHON="no-such-python3"), cwd=str(tmp_path))
+    assert (code, out) == (2, "offline-gpu-run: PYTHON=no-such-python3: no such interpreter; set PYTHON to the "
+                              "Python whose packages the run uses\n"), out
+
+
 @pytest.mark.slow
 def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path, wheels):
     """--device gpu here: not a GPU run. Nothing can run on the GPU, so the GPU pass is skipped
@@ -220,7 +243,13 @@ def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path,
     assert (by["bench-gpu"]["status"], by["bench-gpu"]["exit"]) == ("skipped", "3"), by["bench-gpu"]
     assert "nothing was timed" in by["bench-gpu"]["note"], by["bench-gpu"]
     assert by["suite-gpu"]["status"] == "skipped" and "no backend can run on gpu" in by["suite-gpu"]["note"]
-    if by["nvidia-smi"]["status"] != "ok":  # no GPU here: failed, recorded, and the exit status says so
+    if shutil.which("nvidia-smi") is None:  # no driver here: skipped with why; nothing ran on a GPU: exit 3
+        assert (by["nvidia-smi"]["status"], by["nvidia-smi"]["note"]) == (
+            "skipped", "nvidia-smi not found: no NVIDIA driver on this machine, so no GPU is expected (--device cpu "
+                       "checks the script's steps without one)"), by["nvidia-smi"]
+        assert code == 3 and out.rstrip().endswith("offline-gpu-run: not a GPU run: no backend could run on the GPU "
+                                                   "here (plan.tsv says why for each)"), out[-3000:]
+    elif by["nvidia-smi"]["status"] != "ok":  # a driver that does not answer: failed, and the exit status says so
         assert code == 1 and "some steps did not succeed" in out, out[-3000:]
     assert "--no-index" in out and "--target" in out, out[:2000]
 
