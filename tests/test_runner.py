@@ -197,7 +197,9 @@ def test_case_with_unknown_parameters_is_a_usage_error(tmp_path):
 def test_pytest_without_backend_is_a_usage_error():
     out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p", "no:cacheprovider"],
                          capture_output=True, text=True)
-    assert out.returncode == 4 and "pass --backend NAME" in out.stdout + out.stderr
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert ("ERROR: gpt2-conformance: the suite needs --gpt2c-backend NAME or --gpt2c-adapter package.module:factory "
+            "(gpt2-conformance list names the backends)") in out.stderr, out.stderr
 
 
 def test_durations_lists_the_slowest_tests_with_their_clause():

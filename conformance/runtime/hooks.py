@@ -68,7 +68,8 @@ def pytest_collection_modifyitems(config, items):
     for item in suite_items:
         spec.clause(item.get_closest_marker("clause").args[0])  # unknown IDs fail loudly
     if suite_items and config._gpt2c_factory is None:
-        raise pytest.UsageError("gpt2-conformance: pass --backend NAME or --adapter package.module:factory")
+        raise pytest.UsageError("gpt2-conformance: the suite needs --gpt2c-backend NAME or --gpt2c-adapter "
+                                "package.module:factory (gpt2-conformance list names the backends)")
     cases = config.getoption("--gpt2c-case", None) or []
     if cases and suite_items:
         _keep_cases(config, items, cases)
