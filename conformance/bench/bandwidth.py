@@ -2,10 +2,10 @@
 
 workloads.traffic says what a correct implementation must at least read (R) and write (W). The
 reference copies min(R, W) bytes, then reads R - W more (a read-only pass) or writes W - R more
-(a fill), with numpy, on one thread or split over every core: whichever of those configurations
-(and of the read passes) is fastest at the start of the run is the limit. It is timed in the same
-rounds as the implementations (session.py), so "% of the limit" is a ratio of two things timed
-side by side: a roofline column, never what ranks or gates.
+(a fill), with numpy, on one thread and split over every core (each with its fastest read pass):
+both are timed in the same rounds as the implementations (session.py), and in each round the
+faster of the two is the limit, so "% of the limit" is a ratio of things timed side by side: a
+roofline column, never what ranks or gates.
 
 A working set that fits in the last-level cache can run faster than DRAM, which is why the
 reference moves the workload's own bytes, warm or with the caches emptied before each sample as
@@ -72,12 +72,15 @@ def stream(read: int, write: int, threads: int, reader: str, pool: ThreadPoolExe
     return lambda: list(pool.map(lambda run: run(), runs))
 
 
-def fastest_stream(read: int, write: int, cores: int, pool: ThreadPoolExecutor | None, before=None):
-    """(call, description) of the fastest configuration: one thread or every core, and for a
-    read pass each reader, each timed over a few calls now (after before(), a flush, if given)."""
+def fastest_streams(read: int, write: int, cores: int, pool: ThreadPoolExecutor | None, before=None) -> dict:
+    """{threads: (call, description)} for one thread and for every core, each with the read pass
+    that was fastest over a few calls now (after before(), a flush, if given). Which thread count
+    streams faster moves with the machine from one moment to the next, so both take their turns
+    and the faster in each round is that round's limit (summary.py)."""
     readers = tuple(READERS) if read > write else ("max",)
-    best = None
+    out = {}
     for threads in sorted({1, cores} if pool is not None else {1}):
+        best = None
         for reader in readers:
             call = stream(read, write, threads, reader, pool)
             call()
@@ -91,4 +94,5 @@ def fastest_stream(read: int, write: int, cores: int, pool: ThreadPoolExecutor |
             t = sorted(times)[len(times) // 2]
             if best is None or t < best[0]:
                 best = (t, call, f"numpy stream of the workload's bytes, {threads} thread(s), read pass {reader}")
-    return best[1], best[2]
+        out[threads] = best[1:]
+    return out

@@ -143,7 +143,7 @@ class Worker:
         if any(w.cache == "cold" for w in plan) and self.flush is None:
             self.flush = cache.HostFlusher()
         if self.backend == LIMIT:
-            return {"rows": [self._prepare_limit(w) for w in plan]}
+            return {"rows": [row for w in plan for row in self._prepare_limit(w)]}
         wte, wpe = tables(n_embd)
         rows = []
         for mode in modes:
@@ -180,15 +180,18 @@ class Worker:
         self.calls[row["key"]] = (call, self.flush if w.cache == "cold" else None)
         return row
 
-    def _prepare_limit(self, w: wl.Workload) -> dict:
+    def _prepare_limit(self, w: wl.Workload) -> list[dict]:
         distinct = distinct_ids(w)
         read, write = wl.traffic(w, distinct)
         before = self.flush if w.cache == "cold" else None
-        call, description = bandwidth.fastest_stream(read, write, machine.cores(), self.pool, before)
-        key = key_of(LIMIT_MODE, w)
-        self.calls[key] = (call, before)
-        return {"key": key, "mode": LIMIT_MODE, "group": w.group, "description": description,
-                "bytes": read + write, "distinct_ids": distinct}
+        rows = []
+        for threads, (call, description) in bandwidth.fastest_streams(read, write, machine.cores(), self.pool,
+                                                                     before).items():
+            key = key_of(f"{LIMIT_MODE}-{threads}", w)
+            self.calls[key] = (call, before)
+            rows.append({"key": key, "mode": f"{LIMIT_MODE}-{threads}", "group": w.group, "description": description,
+                         "bytes": read + write, "distinct_ids": distinct})
+        return rows
 
     def time(self, key: str, seconds: float, lead_in: float) -> dict:
         call, before = self.calls[key]

@@ -60,9 +60,13 @@ def test_numpy_hooks_compute_the_spec_and_keep_their_check():
 
 
 def test_the_limit_streams_each_workloads_own_bytes():
+    from gpt2_conformance.api import machine
+
     w, info, rows = _prepared(worker.LIMIT, [DECODE, STEP])
-    assert [r["group"] for r in rows] == [DECODE.group, STEP.group]
-    for row, workload in zip(rows, (DECODE, STEP)):
+    threads = sorted({1, machine.cores()})
+    assert [(r["group"], r["mode"]) for r in rows] == [(x.group, f"stream-{t}") for x in (DECODE, STEP) for t in threads]
+    for row in rows:
+        workload = DECODE if row["group"] == DECODE.group else STEP
         assert row["bytes"] == wl.bytes_moved(workload, row["distinct_ids"]), row
         assert len(w.time(row["key"], seconds=0.0, lead_in=0.0)["samples"]) >= 3
 
