@@ -192,7 +192,8 @@ if [ "$DEVICE" = gpu ]; then
   if command -v nvidia-smi >/dev/null 2>&1; then
     step check nvidia-smi 30 -- nvidia-smi
   else  # what the machine's GPU is, for the record only: each framework still says whether it sees one
-    skip nvidia-smi "nvidia-smi not found: no NVIDIA driver on this machine, so no GPU is expected (--device cpu checks the script's steps without one)"
+    why="nvidia-smi not found: no NVIDIA driver on this machine, so no GPU is expected"
+    skip nvidia-smi "$why (--device cpu checks the script's steps without one)"
   fi
 fi
 
