@@ -35,7 +35,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "scripts")
-IMAGE_PACKAGES = ("pip", "numpy", "pytest", "pytest-timeout", "hypothesis", "pytest-benchmark")
+IMAGE_PACKAGES = ("pip", "numpy", "pytest", "pytest-timeout", "hypothesis", "pytest-benchmark", "scipy")
 
 TINY_ADAPTER = '''
 import dataclasses
@@ -268,8 +268,8 @@ def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path,
     assert doc["columns"][0]["exit_code"] == 0 and doc["parity"]["problems"] == []
     for name in ("merged.md", "scoreboard.html"):
         assert (out_dir / "merged" / name).stat().st_size > 0
-    bench = json.loads((out_dir / "bench-gpu" / "bench-results.json").read_text())
-    skipped = {r["backend"]: r.get("skipped") or "" for r in bench["results"]}
+    bench = json.loads((out_dir / "bench-gpu" / "bench.json").read_text())
+    skipped = bench["gpt2_conformance_bench"]["skipped"]
     assert "numpy has no GPU" in skipped.get("numpy", ""), bench
     facts = (out_dir / "facts.md").read_text()
     assert "Columns on gpu: none." in facts and "no parity problem" in facts, facts

@@ -132,7 +132,7 @@ def test_throwaway_backend_runs_benches_and_merges(throwaway):
     report = json.loads((root / "r" / "gpt2-conformance-throwaway-gpt2-cpu.json").read_text())
     assert report["summary"]["FAIL"] == 0 and report["summary"]["PASS"] >= 30, report["summary"]
     code, out = _cli(env, root, "bench", "--quick", "--backend", "throwaway-gpt2", "--workload", "forward_decode",
-                     "--rounds", "3", "--out-dir", "b")
+                     "--processes", "1", "--rounds", "3", "--out-dir", "b")
     assert code == 0, out[-3000:]
     rows = json.loads((root / "b" / "bench.json").read_text())["benchmarks"]
     assert rows and all("throwaway-gpt2" in r["name"] for r in rows), [r["name"] for r in rows]

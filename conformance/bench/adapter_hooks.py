@@ -37,6 +37,7 @@ class AdapterHooks:
         self.MODES = ({NATIVE_MODE: NATIVE} if self.native else {}) | {BRIDGE_MODE: BRIDGE}
         self.SUITE_MODE = BRIDGE_MODE
         self.FASTEST_MODE = NATIVE_MODE if self.native else BRIDGE_MODE
+        self.DEFAULT_MODE = self.FASTEST_MODE  # the implementation on its own tensors, where it can be
         self.CHECK = {m: OWN_CHECK for m in self.MODES}
         self._threads = ""
         hooks = self

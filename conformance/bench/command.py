@@ -32,7 +32,7 @@ from gpt2_conformance.merge.inputs import load_bench
 from gpt2_conformance.merge.model import MergeError
 from gpt2_conformance.results import EXIT_NOTHING_CHECKED
 
-ROUNDS = {"quick": 20, "gate": 30, "full": 12}
+ROUNDS = {"quick": 20, "gate": 40, "full": 12}
 BLOCK_S, LEAD_IN_S = 0.08, 0.02
 
 
@@ -50,13 +50,16 @@ def add_parser(subparsers) -> None:
                    help="only this workload (repeatable; default: all, or the decode step and the prefill "
                         "forward with --quick and --against)")
     p.add_argument("--mode", action="append", dest="modes",
-                   help="only this mode (repeatable; default: every mode, or each backend's default mode with "
-                        "--quick and --against)")
+                   help="only this mode (repeatable; default: every mode, or with --quick and --against the "
+                        "implementation as its adapter runs it)")
     p.add_argument("--sizes", type=_sizes, metavar="D[,D...]",
                    help="n_embd values for the prefill shapes (default: 768,1024,1280,1600; not with --quick)")
     p.add_argument("--rounds", type=int, metavar="N",
                    help=f"turns per row and workload (default {ROUNDS['quick']} with --quick, {ROUNDS['gate']} with "
                         f"--against, {ROUNDS['full']} otherwise)")
+    p.add_argument("--processes", type=int, default=2, metavar="P",
+                   help="worker processes per implementation (default 2): a difference must hold in every "
+                        "process pair to be called significant")
     p.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
     p.add_argument("--compare", metavar="BASELINE.json",
                    help="print each row's median beside a stored run's (advisory: not timed together)")
@@ -114,8 +117,11 @@ def bad_args(args) -> str | None:
         return f"--against-python {args.against_python}: not an executable interpreter"
     if args.fail_above < 0:
         return f"--fail-above {args.fail_above}: must be >= 0"
-    if args.rounds is not None and args.rounds < 3:
-        return f"--rounds {args.rounds}: a ratio's interval needs at least 3 rounds"
+    if args.processes < 1:
+        return f"--processes {args.processes}: must be >= 1"
+    if args.rounds is not None and args.rounds < 3 * args.processes:
+        return (f"--rounds {args.rounds}: a ratio's interval needs at least 3 rounds per process "
+                f"({3 * args.processes} with --processes {args.processes})")
     if not args.timeout > 0:
         return f"--timeout {args.timeout}: must be > 0 seconds"
     if args.sizes and (args.quick or args.against):
@@ -154,10 +160,11 @@ def plan_of(args) -> list[workloads.Workload]:
 
 
 def _default_mode(side: session.Side) -> None:
-    """--quick and the gate time one mode per backend where --mode does not say: its default."""
+    """--quick and the gate time one mode per backend where --mode does not say: the
+    implementation as its adapter runs it (a reference backend's suite mode; another's native
+    hooks where it has them), else, for a workload that mode does not time, its suite mode."""
     if side.modes is None and side.backend != LIMIT and side.info.get("modes"):
-        side.modes = list(dict.fromkeys([side.info.get("fastest_mode") or side.info["suite_mode"],
-                                         side.info["suite_mode"]]))
+        side.modes = list(dict.fromkeys([side.info["default_mode"], side.info["suite_mode"]]))
         side.one_mode = True
 
 
@@ -179,7 +186,7 @@ def run(args) -> int:
     tables = []
     load = timing.OtherLoad(lambda: session.own_cpu_seconds(sides))
     try:
-        session.start(sides, args.device, args.out_dir, args.timeout)
+        session.start(sides, args.device, args.out_dir, args.timeout, args.processes)
         for side in sides:
             if args.quick or args.against:
                 _default_mode(side)
@@ -192,10 +199,11 @@ def run(args) -> int:
                       f"{rounds} rounds", flush=True)
                 with load.window():
                     session.alternate(these, rounds, BLOCK_S, LEAD_IN_S)
-                tables.append(summary.workload_table(w, these, args.device))
+                tables.append(summary.workload_table(w, these, args.device, args.processes))
     finally:
         session.stop(sides)
     meta = {"device": args.device, "quick": bool(args.quick), "cores": machine.cores(), "rounds": rounds,
+            "processes": args.processes,
             "block_s": BLOCK_S, "lead_in_s": LEAD_IN_S, "root": session.REPO_ROOT,
             "other_load_cores": load.cores(), "busy_cores": timing.OtherLoad.BUSY_CORES,
             "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start,

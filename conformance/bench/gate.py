@@ -30,9 +30,9 @@ def judge(tables: list[dict], new: str, base: str, fail_above: float) -> Verdict
             lines.append(f"gate {table['group']}: NOT JUDGED ({why})")
             code = 1
             continue
-        r = ranking.compare(a["block_medians"], b["block_medians"])
+        r = ranking.compare(a["block_medians"], b["block_medians"], table.get("cohorts", 1))
         if r is None:
-            lines.append(f"gate {table['group']}: NOT JUDGED (fewer than 3 rounds with both sides timed)")
+            lines.append(f"gate {table['group']}: NOT JUDGED (fewer than 3 rounds per cohort with both sides timed)")
             code = 1
         elif r.low > limit:
             lines.append(f"gate {table['group']}: SLOWER: {new} takes {r.text()} the time of {base}, "

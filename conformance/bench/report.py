@@ -31,7 +31,8 @@ def time_text(seconds: float) -> str:
 
 def header_lines(meta: dict) -> list[str]:
     lines = [f"{meta['device']}, {meta['cores']} cores; {meta['rounds']} rounds of {meta['block_s'] * 1e3:.0f} ms "
-             f"blocks per row, turns shuffled each round; ratios to the fastest with 95% intervals"]
+             f"blocks per row in {meta.get('processes', 1)} process(es) each, turns shuffled each round; ratios to "
+             "the fastest with 95% intervals"]
     load = meta.get("other_load_cores")
     if load is not None and load > meta.get("busy_cores", 0.25):
         lines.append(f"NOT A VERDICT: other processes kept {load:.2f} cores busy during the run; "

@@ -7,6 +7,12 @@ second, and the machine's memory speed drifts by tens of percent over seconds on
 this runs on: two blocks of the same round meet the same machine, which is why ranking.py
 compares implementations round by round, never by medians taken minutes apart.
 
+Every side runs in several worker processes (cohorts): round r is timed by each side's process
+r % P, so the rows of cohort c meet each other only in their own processes. Two processes of the
+same code differ by a few percent and more (where their memory landed, their threads' places), and
+a comparison made in one pair of processes would call that difference significant; ranking.py
+asks a difference to hold in every cohort.
+
 Only the parent talks to the workers, one at a time: a worker waits on its pipe (no CPU) while
 another one is timed.
 """
@@ -112,30 +118,22 @@ class WorkerProcess:
 
 @dataclass
 class Side:
-    """One worker's part of the run: a backend (or the limit), under a label of its own (the gate
-    runs the same backend on both sides, as `new` and `base`)."""
+    """One implementation's part of the run, in one worker process per cohort: a backend (or the
+    limit), under a label of its own (the gate runs the same backend on both sides, as `new` and
+    `base`)."""
 
     label: str
     backend: str
     modes: list[str] | None  # None: every mode the backend offers
     one_mode: bool = False  # per workload only the first of `modes` that times it (a default mode)
     python: str = sys.executable
-    worker: WorkerProcess | None = None
+    workers: list[WorkerProcess] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     error: str = ""
 
     @property
     def live(self) -> bool:
-        return self.worker is not None and not self.error and not self.info.get("skipped")
-
-    def ask(self, op: str, **args) -> dict | None:
-        """The worker's reply; None where it died (self.error then says how)."""
-        try:
-            self.worker.send(op, **args)
-            return self.worker.receive()
-        except WorkerDied as exc:
-            self.error = str(exc)
-            return None
+        return bool(self.workers) and not self.error and not self.info.get("skipped")
 
 
 @dataclass
@@ -155,58 +153,64 @@ class Row:
         return f"{self.side.label} {self.mode}"
 
 
-def _everyone(sides: list[Side], op: str, args) -> dict[str, dict]:
-    """Send `op` (with args(side)) to every live side first, then read each reply: setup is not
-    timed, so the workers import and compile side by side. {label: reply} of those that replied
-    without an error; the others have side.error set."""
+def _everyone(sides: list[Side], op: str, args) -> dict[str, list[dict]]:
+    """Send `op` (with args(side)) to every live side's every worker first, then read each reply:
+    setup is not timed, so the workers import and compile side by side. {label: replies, one per
+    cohort} of the sides whose workers all replied without an error; the others get side.error."""
     asked = []
     for side in (s for s in sides if s.live):
         try:
-            side.worker.send(op, **args(side))
+            for worker in side.workers:
+                worker.send(op, **args(side))
             asked.append(side)
         except WorkerDied as exc:
             side.error = str(exc)
-    replies = {}
+    replies: dict[str, list[dict]] = {}
     for side in asked:
         try:
-            reply = side.worker.receive()
+            got = [worker.receive() for worker in side.workers]
         except WorkerDied as exc:
             side.error = str(exc)
             continue
-        if reply.get("error"):
-            side.error = f"{side.label}: {op}: {reply['error']}"
+        failed = next((r for r in got if r.get("error")), None)
+        if failed:
+            side.error = f"{side.label}: {op}: {failed['error']}"
         else:
-            replies[side.label] = reply
+            replies[side.label] = got
     return replies
 
 
-def start(sides: list[Side], device: str, log_dir: str, timeout: float, say=print) -> None:
-    """Start every side's worker and greet it (the worker imports its backend then)."""
+def start(sides: list[Side], device: str, log_dir: str, timeout: float, cohorts: int, say=print) -> None:
+    """Start every side's workers, one per cohort, and greet them (each imports its backend then)."""
     for side in sides:
         try:
-            side.worker = WorkerProcess(side.label, side.python, log_dir, timeout)
+            side.workers = [WorkerProcess(f"{side.label} {c}" if cohorts > 1 else side.label, side.python, log_dir,
+                                          timeout) for c in range(cohorts)]
         except WorkerDied as exc:
             side.error = str(exc)
     replies = _everyone(sides, "hello", lambda s: {"backend": s.backend, "device": device})
     for side in sides:
-        side.info = replies.get(side.label, {})
+        side.info = replies.get(side.label, [{}])[0]
         if side.info.get("skipped"):
             say(f"  {side.label:16s} skipped: {side.info['skipped']}")
 
 
 def prepare(sides: list[Side], plan: list, say=print) -> list[Row]:
-    """Each live side's rows at the plan's workloads (all of one size), each call run once."""
+    """Each live side's rows at the plan's workloads (all of one size), each call run once in
+    every cohort; a row that failed in any cohort is an error."""
     replies = _everyone(sides, "prepare", lambda s: {"n_embd": plan[0].n_embd, "workloads": [w.as_dict() for w in plan],
                                                      "modes": s.modes or list(s.info["modes"])})
     by_group = {w.group: w for w in plan}
     rows = []
     for side in (s for s in sides if s.label in replies):
         taken = set()
-        for prep in replies[side.label]["rows"]:  # mode by mode, in the order of `modes`
+        cohorts = replies[side.label]
+        for i, prep in enumerate(cohorts[0]["rows"]):  # mode by mode, in the order of `modes`
             if prep.get("skipped") or (side.one_mode and prep["group"] in taken):
                 continue
             taken.add(prep["group"])
-            row = Row(side, prep["mode"], by_group[prep["group"]], prep["key"], prep, error=prep.get("error", ""))
+            error = next((c["rows"][i]["error"] for c in cohorts if c["rows"][i].get("error")), "")
+            row = Row(side, prep["mode"], by_group[prep["group"]], prep["key"], prep, error=error)
             if row.error:
                 say(f"  {row.name:24s} {row.workload.group}: {row.error}")
             rows.append(row)
@@ -214,15 +218,22 @@ def prepare(sides: list[Side], plan: list, say=print) -> list[Row]:
 
 
 def alternate(rows: list[Row], rounds: int, seconds: float, lead_in: float, say=print) -> None:
-    """`rounds` rounds of one block per live row, in a shuffled order each round (seeded: a run
-    is repeatable in its order). A row whose block fails becomes an error and leaves the rounds;
-    a worker that dies takes all its rows with it."""
+    """`rounds` rounds of one block per live row, by the sides' workers of cohort r % cohorts, in
+    a shuffled order each round (seeded: a run is repeatable in its order). A row whose block
+    fails becomes an error and leaves the rounds; a worker that dies takes its side's rows."""
     order = random.Random(0)
     for r in range(rounds):
         live = [row for row in rows if not row.error]
         order.shuffle(live)
         for row in live:
-            reply = row.side.ask("time", key=row.key, seconds=seconds, lead_in=lead_in) if not row.side.error else None
+            reply = None
+            if not row.side.error:
+                worker = row.side.workers[r % len(row.side.workers)]
+                try:
+                    worker.send("time", key=row.key, seconds=seconds, lead_in=lead_in)
+                    reply = worker.receive()
+                except WorkerDied as exc:
+                    row.side.error = str(exc)
             if reply is None or reply.get("error"):
                 row.error = row.side.error or reply["error"]
                 say(f"  {row.name:24s} {row.workload.group}: {row.error}")
@@ -232,10 +243,10 @@ def alternate(rows: list[Row], rounds: int, seconds: float, lead_in: float, say=
 
 def own_cpu_seconds(sides: list[Side]) -> float:
     """CPU seconds of this process and of the workers (as of their last replies)."""
-    return time.process_time() + sum(s.worker.cpu_s for s in sides if s.worker is not None)
+    return time.process_time() + sum(w.cpu_s for s in sides for w in s.workers)
 
 
 def stop(sides: list[Side]) -> None:
     for side in sides:
-        if side.worker is not None:
-            side.worker.close()
+        for worker in side.workers:
+            worker.close()

@@ -36,7 +36,7 @@ def _timed(row) -> dict:
             "first_call_s": row.prep.get("first_call_s")}
 
 
-def workload_table(w: workloads.Workload, rows: list, device: str) -> dict:
+def workload_table(w: workloads.Workload, rows: list, device: str, cohorts: int = 1) -> dict:
     """{"workload": w as a dict, "group", "limit": the limit's row or None, "rows": ranked rows
     first, then rows that failed}."""
     streams = [r for r in rows if r.side.backend == LIMIT and not r.error and r.blocks]
@@ -46,7 +46,7 @@ def workload_table(w: workloads.Workload, rows: list, device: str) -> dict:
                    for ts in zip(*(ranking.block_medians(r.blocks) for r in streams))]
     timed = [r for r in rows if r.side.backend != LIMIT and not r.error and any(b is not None for b in r.blocks)]
     medians = {r.name: ranking.block_medians(r.blocks) for r in timed}
-    ranked = {x.name: x for x in ranking.rank(medians)}
+    ranked = {x.name: x for x in ranking.rank(medians, cohorts)}
     out = []
     for r in timed:
         row = {**_identity(r, r.side.info, device), **_timed(r)}
@@ -56,7 +56,7 @@ def workload_table(w: workloads.Workload, rows: list, device: str) -> dict:
         nbytes = workloads.bytes_moved(w, limit.prep["distinct_ids"] if limit else None)
         row.update(bytes_moved=nbytes, gbps=nbytes / row["median_s"] / 1e9,
                    gflops=workloads.flops(w) / row["median_s"] / 1e9)
-        pct = ranking.pct_of_limit(medians[r.name], limit_times) if limit else None
+        pct = ranking.pct_of_limit(medians[r.name], limit_times, cohorts) if limit else None
         if pct is not None:
             row.update(pct_of_limit=pct.ratio, pct_low=pct.low, pct_high=pct.high,
                        limit_gbps=row["gbps"] * 100 / pct.ratio)
@@ -75,4 +75,4 @@ def workload_table(w: workloads.Workload, rows: list, device: str) -> dict:
         median = statistics.median(t for t in limit_times if t is not None)
         limit_row = {"description": fastest.prep.get("description", ""), "median_s": median,
                      "gbps": workloads.bytes_moved(w, limit.prep["distinct_ids"]) / median / 1e9}
-    return {"workload": w.as_dict(), "group": w.group, "limit": limit_row, "rows": out + failed}
+    return {"workload": w.as_dict(), "group": w.group, "limit": limit_row, "rows": out + failed, "cohorts": cohorts}

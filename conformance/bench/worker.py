@@ -135,6 +135,7 @@ class Worker:
             return {**info, "skipped": why}
         return {**info, "modes": dict(self.hooks.MODES), "suite_mode": self.hooks.SUITE_MODE,
                 "fastest_mode": self.hooks.FASTEST_MODE, "check": dict(self.hooks.CHECK),
+                "default_mode": getattr(self.hooks, "DEFAULT_MODE", self.hooks.SUITE_MODE),
                 "implementation": implementation(backend), "threads_setting": self.hooks.threads_setting()}
 
     def prepare(self, n_embd: int, workloads: list[dict], modes: list[str]) -> dict:

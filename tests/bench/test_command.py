@@ -29,7 +29,7 @@ def bench(tmp_path, *args, timeout=600):
 
 
 def test_a_ranking_is_written_to_every_output(tmp_path):
-    code, out, err = bench(tmp_path, "--backend", "numpy", "--quick", "--rounds", "3", "--out-dir", "out")
+    code, out, err = bench(tmp_path, "--backend", "numpy", "--quick", "--rounds", "6", "--out-dir", "out")
     assert code == 0, out + err
     data = json.loads((tmp_path / "out" / "bench.json").read_text())
     assert set(data["ranking"]) == {"step_decode B1-T1-d768-past512", "forward_prefill B8-T1024-d768"}
@@ -69,7 +69,8 @@ def test_the_gate_judges_on_the_intervals_low_end():
     (["--against-python", "/bin/sh"], "--against-python needs --against"),
     (["--adapter", "numpy", "--against", "numpy", "--against-python", "/nope/python"],
      "--against-python /nope/python: not an executable interpreter"),
-    (["--rounds", "2"], "--rounds 2: a ratio's interval needs at least 3 rounds"),
+    (["--processes", "0"], "--processes 0: must be >= 1"),
+    (["--rounds", "5"], "--rounds 5: a ratio's interval needs at least 3 rounds per process"),
     (["--fail-above", "-1"], "--fail-above -1.0: must be >= 0"),
     (["--quick", "--sizes", "768"], "--sizes does not apply with --quick"),
     (["--backend", "nope"], "--backend 'nope': unknown backend"),
@@ -85,18 +86,18 @@ def test_a_bad_command_line_is_one_line_and_exit_2_before_any_worker(tmp_path, o
 
 def test_a_run_that_timed_nothing_exits_3(tmp_path):
     code, out, err = bench(tmp_path, "--backend", "numpy", "--mode", "take-out", "--workload", "backward_decode",
-                           "--rounds", "3", "--out-dir", "out")
+                           "--processes", "1", "--rounds", "3", "--out-dir", "out")
     assert code == 3 and "nothing was timed" in out, out + err
 
 
 def test_compare_is_advice_beside_a_stored_run_never_a_gate(tmp_path):
-    code, _, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "3",
+    code, _, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "6",
                          "--out-dir", "a")
     assert code == 0, err
     base = json.loads((tmp_path / "a" / "bench.json").read_text())
     for b in base["benchmarks"]:
         b["stats"]["median"] /= 10  # the stored run ten times faster: still only advice
     (tmp_path / "base.json").write_text(json.dumps(base))
-    code, out, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "3",
+    code, out, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "6",
                            "--out-dir", "b", "--compare", "base.json")
     assert code == 0 and "ADVISORY" in out and "test_forward_prefill[numpy-suite-B8-T1024-d768]" in out, out + err

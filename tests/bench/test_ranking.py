@@ -65,3 +65,20 @@ def test_a_row_with_too_few_rounds_is_left_out_of_the_ranking():
 def test_pct_of_limit_is_the_limits_time_over_the_rows(factor, pct):
     r = ranking.pct_of_limit(rounds(1e-3, factor, noise=0, seed=1), rounds(1e-3, noise=0, seed=1))
     assert r.ratio == pytest.approx(pct) and r.low == pytest.approx(pct) and r.high == pytest.approx(pct)
+
+
+def test_a_difference_in_one_pair_of_processes_only_is_not_significant():
+    """Rounds alternate between two cohorts of processes; cohort 1's pair differs by 15% (one
+    process landed badly), cohort 0's does not: not a significant difference. In both: it is."""
+    same = rounds(1e-3, noise=0.01, n=20, seed=1)
+    one_cohort = [x * (1.15 if r % 2 else 1.0) for r, x in enumerate(same)]
+    base = rounds(1e-3, noise=0.01, n=20, seed=2)
+    assert ranking.compare(one_cohort, base, cohorts=1).slower, "pooled as one process pair, it looks significant"
+    r = ranking.compare(one_cohort, base, cohorts=2)
+    assert r.low < 1 < r.high, r.text()
+    assert ranking.compare([x * 1.15 for x in same], base, cohorts=2).slower
+
+
+def test_a_cohort_with_fewer_than_three_rounds_gives_no_ratio():
+    a, b = rounds(1e-3, n=5), rounds(1e-3, n=5, seed=3)
+    assert ranking.compare(a, b, cohorts=2) is None and ranking.compare(a, b, cohorts=1) is not None

@@ -117,15 +117,15 @@ def test_a_worker_that_crashes_costs_its_rows_and_names_the_signal(tmp_path, mon
     crash = session.Side("crash", bench_adapters.CRASHING_NUMPY_SPEC, None)
     fine = session.Side("numpy", "numpy", ["suite"])
     sides = [crash, fine]
-    session.start(sides, "cpu", str(tmp_path), timeout=120)
+    session.start(sides, "cpu", str(tmp_path), timeout=120, cohorts=2)
     try:
         rows = session.prepare(sides, [wl.Workload("forward", "prefill", 1, 4, 768), DECODE])
-        session.alternate(rows, rounds=3, seconds=0.005, lead_in=0.0)
+        session.alternate(rows, rounds=4, seconds=0.005, lead_in=0.0)
     finally:
         session.stop(sides)
     assert "signal 11" in crash.error and crash.label in crash.error, crash.error
     numpy_rows = [r for r in rows if r.side is fine]
-    assert numpy_rows and all(not r.error and len(r.blocks) == 3 for r in numpy_rows), \
+    assert numpy_rows and all(not r.error and len(r.blocks) == 4 for r in numpy_rows), \
         [(r.name, r.error) for r in numpy_rows]
 
 
