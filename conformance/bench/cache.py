@@ -1,7 +1,7 @@
 """Cache state of a timed call: warm (the same call repeated, as a microbenchmark sees it) or
 cold (the last-level cache emptied before each timed call, untimed).
 
-Why both: the forward's working set at the bar shape (the 8192 wte rows it reads, 25 MB, plus
+Why both: the forward's working set at the prefill shape B=8, T=1024, d=768 (the 8192 wte rows it reads, 25 MB, plus
 h, 25 MB) is smaller than many server L3 caches; the machine this suite was built on reports a
 480 MiB L3 (lscpu). Repeated with the same ids, the gather then reads cache, not DRAM, and can
 run above 100% of a 512 MiB copy. In a model the layers between two embedding calls read

@@ -32,7 +32,7 @@ from gpt2_conformance.merge.inputs import load_bench
 from gpt2_conformance.merge.model import MergeError
 from gpt2_conformance.results import EXIT_NOTHING_CHECKED
 
-ROUNDS = {"quick": 20, "gate": 40, "full": 12}
+ROUNDS = {"quick": 20, "gate": 40, "full": 8}
 BLOCK_S, LEAD_IN_S = 0.08, 0.02
 
 
@@ -57,9 +57,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--rounds", type=int, metavar="N",
                    help=f"turns per row and workload (default {ROUNDS['quick']} with --quick, {ROUNDS['gate']} with "
                         f"--against, {ROUNDS['full']} otherwise)")
-    p.add_argument("--processes", type=int, default=2, metavar="P",
-                   help="worker processes per implementation (default 2): a difference must hold in every "
-                        "process pair to be called significant")
+    p.add_argument("--processes", type=int, metavar="P",
+                   help="worker processes per implementation: a difference must hold in every process pair to be "
+                        "called significant (default 2 with --quick and --against; 1 for a full run, whose every "
+                        "mode of every workload would need twice the memory and time)")
     p.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
     p.add_argument("--compare", metavar="BASELINE.json",
                    help="print each row's median beside a stored run's (advisory: not timed together)")
@@ -174,6 +175,8 @@ def run(args) -> int:
         names = [] if args.against else backend_names(args.backend)
     except LookupError as exc:
         return _usage(str(exc))
+    if args.processes is None:
+        args.processes = 2 if args.quick or args.against else 1
     problem = bad_args(args)
     if problem:
         return _usage(problem)
@@ -185,23 +188,24 @@ def run(args) -> int:
           f"{rounds} rounds; {machine.cores()} cores", flush=True)
     tables = []
     load = timing.OtherLoad(lambda: session.own_cpu_seconds(sides))
-    try:
-        session.start(sides, args.device, args.out_dir, args.timeout, args.processes)
-        for side in sides:
-            if args.quick or args.against:
-                _default_mode(side)
-        for d in sorted({w.n_embd for w in plan}):
-            part = [w for w in plan if w.n_embd == d]
-            rows = session.prepare(sides, part)
-            for w in part:
-                these = [r for r in rows if r.workload == w]
-                print(f"  {w.group}: {sum(r.side.backend != LIMIT for r in these)} implementation(s), "
+    # fresh workers for each size: the allocator keeps what a process freed (session.MALLOC_ENV),
+    # so one process's heap grows with every size's tables and outputs
+    for d in dict.fromkeys(w.n_embd for w in plan):
+        part = [w for w in plan if w.n_embd == d]
+        try:
+            session.start(sides, args.device, args.out_dir, args.timeout, args.processes)
+            for side in sides:
+                if args.quick or args.against:
+                    _default_mode(side)
+            for w in part:  # one workload's runners in memory at a time
+                rows = session.prepare(sides, [w])
+                print(f"  {w.group}: {sum(r.side.backend != LIMIT for r in rows)} implementation(s), "
                       f"{rounds} rounds", flush=True)
                 with load.window():
-                    session.alternate(these, rounds, BLOCK_S, LEAD_IN_S)
-                tables.append(summary.workload_table(w, these, args.device, args.processes))
-    finally:
-        session.stop(sides)
+                    session.alternate(rows, rounds, BLOCK_S, LEAD_IN_S)
+                tables.append(summary.workload_table(w, rows, args.device, args.processes))
+        finally:
+            session.stop(sides)
     meta = {"device": args.device, "quick": bool(args.quick), "cores": machine.cores(), "rounds": rounds,
             "processes": args.processes,
             "block_s": BLOCK_S, "lead_in_s": LEAD_IN_S, "root": session.REPO_ROOT,

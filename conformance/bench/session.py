@@ -25,7 +25,6 @@ import random
 import selectors
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -58,9 +57,10 @@ class WorkerProcess:
         self.label, self.timeout, self.cpu_s = label, timeout, 0.0
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         self.log_path = os.path.join(log_dir, f"bench-{safe}.log")
-        self._tmp = tempfile.TemporaryDirectory(prefix="gpt2c-bench-", ignore_cleanup_errors=True)
+        # the temp directory stays the user's: torch.compile keeps its compiled kernels there, and a
+        # fresh one per worker would compile them again in every worker of every run
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
-               "PYTHONPATH": _child_pythonpath(), "TMPDIR": self._tmp.name, **MALLOC_ENV}
+               "PYTHONPATH": _child_pythonpath(), **MALLOC_ENV}
         self._log = open(self.log_path, "w")
         try:
             self.proc = subprocess.Popen([python, "-m", "gpt2_conformance.bench.worker"], stdin=subprocess.PIPE,
@@ -113,7 +113,6 @@ class WorkerProcess:
             except (WorkerDied, subprocess.TimeoutExpired):
                 self.proc.kill()
         self._log.close()
-        self._tmp.cleanup()
 
 
 @dataclass
@@ -181,8 +180,10 @@ def _everyone(sides: list[Side], op: str, args) -> dict[str, list[dict]]:
 
 
 def start(sides: list[Side], device: str, log_dir: str, timeout: float, cohorts: int, say=print) -> None:
-    """Start every side's workers, one per cohort, and greet them (each imports its backend then)."""
+    """Start every side's workers, one per cohort, and greet them (each imports its backend then).
+    A side started again (the next size) starts afresh."""
     for side in sides:
+        side.error, side.info = "", {}
         try:
             side.workers = [WorkerProcess(f"{side.label} {c}" if cohorts > 1 else side.label, side.python, log_dir,
                                           timeout) for c in range(cohorts)]

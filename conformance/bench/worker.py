@@ -20,6 +20,7 @@ Anything the backend prints goes to stderr (the parent's log file), never into t
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -120,6 +121,7 @@ class Worker:
         self.hooks = None
         self.calls: dict[str, tuple] = {}  # key -> (call, before)
         self.flush = None
+        self._tables: tuple = (None, None, None)  # (n_embd, wte, wpe) of the last size prepared
         self.pool = ThreadPoolExecutor(machine.cores()) if machine.cores() > 1 else None
 
     def hello(self, backend: str, device: str) -> dict:
@@ -139,13 +141,16 @@ class Worker:
                 "implementation": implementation(backend), "threads_setting": self.hooks.threads_setting()}
 
     def prepare(self, n_embd: int, workloads: list[dict], modes: list[str]) -> dict:
-        self.calls.clear()  # one size's tables and runners in memory at a time
+        self.calls.clear()  # the last workloads' runners and outputs go before the next are built
+        gc.collect()
         plan = [wl.Workload(**w) for w in workloads]
         if any(w.cache == "cold" for w in plan) and self.flush is None:
             self.flush = cache.HostFlusher()
         if self.backend == LIMIT:
             return {"rows": [row for w in plan for row in self._prepare_limit(w)]}
-        wte, wpe = tables(n_embd)
+        if self._tables[0] != n_embd:
+            self._tables = (n_embd, *tables(n_embd))
+        _, wte, wpe = self._tables
         rows = []
         for mode in modes:
             if mode not in self.hooks.MODES:

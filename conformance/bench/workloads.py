@@ -5,7 +5,7 @@ the cores, so that "% of the limit" is an upper bound (a row above 100% means th
 the reference it is divided by, is wrong: summary.py flags it and never shows it as a result).
 s = bytes per element (float32 unless the dtype says otherwise); U = distinct token ids in the
 call (a row read once serves every token that repeats it; the bench's random ids repeat: 7,5xx
-distinct of 8,192 at the bar shape); V = 50257, C = 1024.
+distinct of 8,192 at B=8, T=1024); V = 50257, C = 1024.
 
 forward  h[b, t] = wte[ids[b, t]] + wpe[past + t]
          read U*d*s (wte rows) + T*d*s (wpe rows: each position's row once, shared by the

@@ -70,7 +70,7 @@ def test_the_gate_judges_on_the_intervals_low_end():
     (["--adapter", "numpy", "--against", "numpy", "--against-python", "/nope/python"],
      "--against-python /nope/python: not an executable interpreter"),
     (["--processes", "0"], "--processes 0: must be >= 1"),
-    (["--rounds", "5"], "--rounds 5: a ratio's interval needs at least 3 rounds per process"),
+    (["--quick", "--rounds", "5"], "--rounds 5: a ratio's interval needs at least 3 rounds per process"),
     (["--fail-above", "-1"], "--fail-above -1.0: must be >= 0"),
     (["--quick", "--sizes", "768"], "--sizes does not apply with --quick"),
     (["--backend", "nope"], "--backend 'nope': unknown backend"),
