@@ -219,7 +219,8 @@ def facts(out_dir: str, device: str) -> int:
     cuda = [(label, c["id"], c["cells"][label].get("message", "")) for c in doc.get("clauses", []) for label in gpu
             if any(s in c["cells"].get(label, {}).get("message", "") for s in ("CUDA", "device-side", "cudaError"))]
     lines += [f"- {label}: {cid}: {msg[:200]}" for label, cid, msg in cuda] or ["- none"]
-    lines += ["", "## 4. Bench rows at or under 100% of the measured copy", ""]
+    lines += ["", "## 4. Bench rows and their limits", "",
+              "(the bench's limit is a host stream: a GPU row has no % of the limit, only its GB/s)", ""]
     rows = [r for r in doc.get("bench", []) if r.get("device") == device]
     over = [r for r in rows if r.get("model_error") or (r.get("pct_of_limit") or 0) > 100]
     lines += [f"- {len(rows)} bench rows on {device}; {len(over)} above their limit"]

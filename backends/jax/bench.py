@@ -6,11 +6,10 @@ Modes:
            host, over the flat tokens and positions model.flat_tokens makes (B*T of the bench's
            shapes is a power of two: nothing is padded).
   flag     jax.jit of gather + add that also returns an in-range flag (min/max of the ids in
-           the same kernel); the host raises on it before h is returned, as TF's xla mode does.
-           checkify's error plumbing cost 0-0.4 ms on a ~2 ms forward in three bench runs
-           (2026-12-05, suite vs nocheck); this mode shows how much of that a plain flag saves.
+           the same kernel); the host raises on it before h is returned, as TF's xla mode does:
+           how much of checkify's error plumbing a plain flag saves.
   nocheck  jax.jit of the bare gather + add (model._gather_add), no id check: shows what the
-           check costs. Not eligible for the bar (out-of-range ids would be silently clamped).
+           check costs. Comparison only (out-of-range ids would be silently clamped).
 Every forward mode runs over the same flat tokens and positions, and returns the kernel's flat
 rows [bucket(B*T), d] (h is the first B*T of them; no reshape is timed).
 backward: jax.vjp of the [B, T] lookup, jitted (with checkify in suite), as the adapter's

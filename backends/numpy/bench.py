@@ -11,7 +11,7 @@ Modes:
             cannot reuse the buffer.
   fancy     wte[ids] + wpe[...] (fancy indexing, two fresh arrays, one thread), for comparison.
   nocheck   forward only: the suite mode's gather + add with no range check (mode="clip" then
-            clamps a bad id silently): what the check costs. Comparison only, never the bar.
+            clamps a bad id silently): what the check costs. Comparison only.
 The head uses BLAS threads in every mode.
 """
 

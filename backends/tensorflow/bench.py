@@ -12,7 +12,7 @@ Modes:
                  control dependency, cost 0.2-0.3 ms more here (two executions per call).
                  head and backward: tf.function(jit_compile=True) (backward keeps the Assert).
   nocheck        forward only: the same XLA gather + add with no check, to show TF's own
-                 ceiling at a shape (comparison only, never the bar).
+                 ceiling at a shape (comparison only).
   eager          no tf.function: eager min/max check, tf.gather + add; head: the exact line of
                  openai/gpt-2, tf.matmul(h, wte, transpose_b=True), run eagerly. Its gather on
                  the Variable switches wte to copy-on-read (model.py), so after the first

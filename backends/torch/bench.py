@@ -11,7 +11,7 @@ Modes:
            which is why the adapter stays eager.
   nocheck  forward only: the compile mode's kernel with no check before it (F.embedding then
            raises or asserts only where torch's own gather does): what the check costs.
-           Comparison only, never the bar.
+           Comparison only.
 backward: suite = torch.autograd.grad(h, [wte, wpe], dh) on a graph built once (retain_graph);
 compile = torch.compile of the same dense scatter-add (index_add_ into zeros, wpe rows summed
 over the batch).

@@ -20,8 +20,8 @@ from gpt2_conformance.merge.model import ABSENT, MERGED_FORMAT, UNKNOWN, Run, as
 
 
 def bench_table(bench: list[dict]) -> list[dict]:
-    """Per (workload, backend, device, host): its fastest mode with the bounds check on (the
-    bench's own rule for the bar), else its fastest mode, named."""
+    """Per (workload, backend, device, host): its fastest mode with the bounds check on, else its
+    fastest mode, named."""
     best: dict[tuple, dict] = {}
     for row in bench:
         key = (row["group"], row["backend"], row["device"], row["host"])
