@@ -33,6 +33,9 @@ from gpt2_conformance.merge.model import MergeError
 from gpt2_conformance.results import EXIT_NOTHING_CHECKED
 
 ROUNDS = {"quick": 20, "gate": 40, "full": 8}
+# a worker's memory at its largest, about: 15 implementations' workers held 19.6 GB at the decode
+# step on the 2-core machine (reports/bench/cpu-2026-12-06-ranking-x3.md)
+WORKER_BYTES = 1.25 * 2**30
 BLOCK_S, LEAD_IN_S = 0.08, 0.02
 
 
@@ -143,6 +146,33 @@ def bad_args(args) -> str | None:
     return None
 
 
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _memory(args, sides: int) -> str | None:
+    """Sets args.processes where the command line did not (2 with --quick and the gate, else 1;
+    1 where two would not fit in memory, said in a line); what is wrong where the asked number of
+    workers would not fit (every implementation's workers are alive at once)."""
+    available = _available_bytes()
+    fits = (lambda p: available is None or sides * p * WORKER_BYTES <= available)
+    if args.processes is None:
+        args.processes = 2 if (args.quick or args.against) and fits(2) else 1
+        if (args.quick or args.against) and args.processes == 1:
+            print(f"bench: one process per implementation: {sides} implementations in two each would need about "
+                  f"{sides * 2 * WORKER_BYTES / 2**30:.0f} GB; this machine has {available / 2**30:.0f} GB free",
+                  flush=True)
+    if not fits(args.processes):
+        return (f"{sides} implementations in {args.processes} process(es) each need about "
+                f"{sides * args.processes * WORKER_BYTES / 2**30:.0f} GB and this machine has "
+                f"{available / 2**30:.0f} GB free: time fewer backends at once (--backend) or --processes 1")
+    return None
+
+
 def sides_of(args, names: list[str]) -> list[session.Side]:
     """The gate's two sides, or every backend's and, on the CPU, the limit's (a numpy stream: no
     GPU's limit; the gate needs no roofline)."""
@@ -175,9 +205,7 @@ def run(args) -> int:
         names = [] if args.against else backend_names(args.backend)
     except LookupError as exc:
         return _usage(str(exc))
-    if args.processes is None:
-        args.processes = 2 if args.quick or args.against else 1
-    problem = bad_args(args)
+    problem = _memory(args, len(names) + 1 if not args.against else 2) or bad_args(args)
     if problem:
         return _usage(problem)
     plan = plan_of(args)

@@ -101,3 +101,22 @@ def test_compare_is_advice_beside_a_stored_run_never_a_gate(tmp_path):
     code, out, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "6",
                            "--out-dir", "b", "--compare", "base.json")
     assert code == 0 and "ADVISORY" in out and "test_forward_prefill[numpy-suite-B8-T1024-d768]" in out, out + err
+
+
+def test_more_workers_than_memory_holds_are_refused_or_fall_back_to_one_process(tmp_path, monkeypatch, capsys):
+    """Every implementation's workers are alive at once: a run that would not fit says so before
+    any worker starts, and a --quick run that fits in one process each (not two) takes one."""
+    import argparse
+
+    from gpt2_conformance.bench import command
+
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers(dest="command"))
+    monkeypatch.setattr(command, "_available_bytes", lambda: int(5 * command.WORKER_BYTES))
+    args = parser.parse_args(["bench", "--quick", "--out-dir", str(tmp_path)])
+    assert command._memory(args, 4) is None and args.processes == 1
+    assert "one process per implementation: 4 implementations in two each would need" in capsys.readouterr().out
+    args = parser.parse_args(["bench", "--processes", "2", "--out-dir", str(tmp_path)])
+    assert "4 implementations in 2 process(es) each need about" in command._memory(args, 4)
+    args = parser.parse_args(["bench", "--quick", "--out-dir", str(tmp_path)])
+    assert command._memory(args, 2) is None and args.processes == 2
