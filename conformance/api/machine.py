@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import mmap
 import os
 import tempfile
@@ -17,6 +18,44 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+SYSFS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def _parse_size(text: str) -> int:
+    """sysfs writes sizes as "480M", "2048K" or plain bytes."""
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * scale
+
+
+def llc_bytes(root: str = SYSFS_CACHE) -> int | None:
+    """Size of the highest-level data (or unified) cache cpu0 sees, or None where sysfs has
+    no cache information (not Linux, some containers)."""
+    best = None
+    for index in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(index, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(index, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(index, "size")) as f:
+                size = _parse_size(f.read())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified") and (best is None or level > best[0]):
+            best = (level, size)
+    return None if best is None else best[1]
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the kernel could give this process without swapping (MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 # The thread pools of numpy's BLAS and of torch (OpenMP). Each sizes itself to every core, so N

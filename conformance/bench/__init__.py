@@ -15,6 +15,7 @@ run; and a gate that times a change against its baseline the same way.
     benchmark_json.py  bench.json in pytest-benchmark's layout, plus "ranking"
     plot.py       bench.png: ratios with their intervals as error bars
     compare.py    --compare BASELINE.json: advisory, two runs not timed together
-    adapter_hooks.py, native.py  the bench hooks of any adapter (third-party, plug-ins)
+    adapter_hooks.py  the bench hooks of any adapter without its own (third-party, plug-ins);
+                  the NativeBench protocol they use is conformance/api/bench.py
     command.py    the `bench` subcommand
 """

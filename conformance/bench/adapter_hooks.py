@@ -11,7 +11,8 @@ Modes:
           Beside native, the difference is the bridge's cost.
 
 Either way the bounds check is whatever the implementation does (third-party implementations
-are judged as they are: see their scorecards), and the check column says so. Backward is timed natively where the hooks give one; never through the bridge:
+are judged as they are: see their scorecards), and the check column says so. Backward is
+timed natively where the hooks give one; never through the bridge:
 Adapter.gradients also takes a logits cotangent of B*T*50257 floats (1.6 GB at the prefill
 shape), which would swamp the scatter-add being measured.
 """

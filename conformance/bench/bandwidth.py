@@ -15,10 +15,11 @@ never that an implementation beat memory.
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from gpt2_conformance.bench import timing
 
 GEMV_WIDTH = 4096  # BLAS sgemv over rows this wide was the fastest read pass on the machines tried
 _GEMV_VECTOR = np.ones(GEMV_WIDTH, np.float32)
@@ -74,7 +75,7 @@ def stream(read: int, write: int, threads: int, reader: str, pool: ThreadPoolExe
 
 def fastest_streams(read: int, write: int, cores: int, pool: ThreadPoolExecutor | None, before=None) -> dict:
     """{threads: (call, description)} for one thread and for every core, each with the read pass
-    that was fastest over a few calls now (after before(), a flush, if given). Which thread count
+    whose short block (timing.block, after before(), a flush, if given) was fastest now. Which thread count
     streams faster moves with the machine from one moment to the next, so both take their turns
     and the faster in each round is that round's limit (summary.py)."""
     readers = tuple(READERS) if read > write else ("max",)
@@ -83,15 +84,7 @@ def fastest_streams(read: int, write: int, cores: int, pool: ThreadPoolExecutor 
         best = None
         for reader in readers:
             call = stream(read, write, threads, reader, pool)
-            call()
-            times = []
-            for _ in range(5):
-                if before is not None:
-                    before()
-                t0 = time.perf_counter()
-                call()
-                times.append(time.perf_counter() - t0)
-            t = sorted(times)[len(times) // 2]
+            t = timing.block(call, seconds=0, lead_in=0, before=before).median
             if best is None or t < best[0]:
                 best = (t, call, f"numpy stream of the workload's bytes, {threads} thread(s), read pass {reader}")
         out[threads] = best[1:]

@@ -53,7 +53,8 @@ def _commit_info(root: str) -> dict:
 SUITE_FILE = "tests/benchmarks/test_embedding_speed.py"
 EXTRA = ("backend", "label", "implementation", "mode", "workload", "kind", "phase", "batch", "seq", "n_embd",
          "past_length", "cache", "device", "check", "mode_description", "median_s", "block_medians", "ratio",
-         "ci_low", "ci_high", "rank", "pct_of_limit", "pct_low", "pct_high", "limit_gbps", "gbps", "gflops", "bytes_moved",
+         "ci_low", "ci_high", "rank", "pct_of_limit", "pct_low", "pct_high", "limit_gbps", "gbps", "gflops",
+         "bytes_moved",
          "model_error", "first_call_s", "threads_used", "faults_per_call")
 RANKING = ("backend", "label", "mode", "ratio", "ci_low", "ci_high", "rank", "median_s", "pct_of_limit")
 

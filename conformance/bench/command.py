@@ -146,19 +146,11 @@ def bad_args(args) -> str | None:
     return None
 
 
-def _available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
 def _memory(args, sides: int) -> str | None:
     """Sets args.processes where the command line did not (2 with --quick and the gate, else 1;
     1 where two would not fit in memory, said in a line); what is wrong where the asked number of
     workers would not fit (every implementation's workers are alive at once)."""
-    available = _available_bytes()
+    available = machine.available_memory_bytes()
     fits = (lambda p: available is None or sides * p * WORKER_BYTES <= available)
     if args.processes is None:
         args.processes = 2 if (args.quick or args.against) and fits(2) else 1
@@ -187,7 +179,8 @@ def sides_of(args, names: list[str]) -> list[session.Side]:
 def plan_of(args) -> list[workloads.Workload]:
     if args.quick or args.against:
         return [workloads.standard(n) for n in (args.workloads or workloads.QUICK)]
-    return [w for w in workloads.plan(sizes=args.sizes) if not args.workloads or w.name in args.workloads]
+    return [w for w in workloads.plan(sizes=args.sizes) if (not args.workloads or w.name in args.workloads)
+            and (args.device == "cpu" or w.cache == "warm")]  # a GPU's caches are not the host's to flush
 
 
 def _default_mode(side: session.Side) -> None:
@@ -226,7 +219,7 @@ def run(args) -> int:
                 if args.quick or args.against:
                     _default_mode(side)
             for w in part:  # one workload's runners in memory at a time
-                rows = session.prepare(sides, [w])
+                rows = session.prepare(sides, w)
                 print(f"  {w.group}: {sum(r.side.backend != LIMIT for r in rows)} implementation(s), "
                       f"{rounds} rounds", flush=True)
                 with load.window():
@@ -250,9 +243,9 @@ def run(args) -> int:
         print("bench: nothing was timed (see above)", flush=True)
         code = max(code, EXIT_NOTHING_CHECKED) if not args.against else 1
     if args.against:
-        verdict = gate.judge(tables, sides[0].label, sides[1].label, args.fail_above)
-        print(verdict.text, flush=True)
-        code = code or verdict.code
+        verdict, text = gate.judge(tables, sides[0].label, sides[1].label, args.fail_above)
+        print(text, flush=True)
+        code = code or verdict
     if args.compare:
         print(compare.report(args.compare, os.path.join(args.out_dir, BenchmarkJSON.filename)))
     print(f"bench: {time.perf_counter() - start:.0f} s", flush=True)

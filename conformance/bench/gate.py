@@ -8,25 +8,19 @@ fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpt2_conformance.bench import ranking
 
 
-@dataclass
-class Verdict:
-    code: int  # 0 passed, 1 slower (or not judged: a side failed)
-    text: str
-
-
-def judge(tables: list[dict], new: str, base: str, fail_above: float) -> Verdict:
+def judge(tables: list[dict], new: str, base: str, fail_above: float) -> tuple[int, str]:
+    """(exit code: 0 passed, 1 slower or not judged (a side failed), the lines to print)."""
     limit = 1 + fail_above / 100
     lines, code = [], 0
     for table in tables:
         rows = {r["label"]: r for r in table["rows"]}
         a, b = rows.get(new), rows.get(base)
         if a is None or b is None or a.get("error") or b.get("error"):
-            why = "; ".join(f"{r['label']}: {r['error']}" for r in (a, b) if r and r.get("error")) or "a side has no row"
+            why = "; ".join(f"{r['label']}: {r['error']}" for r in (a, b) if r and r.get("error"))
+            why = why or "a side has no row"
             lines.append(f"gate {table['group']}: NOT JUDGED ({why})")
             code = 1
             continue
@@ -41,6 +35,4 @@ def judge(tables: list[dict], new: str, base: str, fail_above: float) -> Verdict
         else:
             lines.append(f"gate {table['group']}: ok: {new} takes {r.text()} the time of {base} "
                          f"(fails only where the interval lies above {limit:.2f})")
-    if not tables:
-        return Verdict(1, "gate: NOT JUDGED (no workload was timed)")
-    return Verdict(code, "\n".join(lines))
+    return (code, "\n".join(lines)) if tables else (1, "gate: NOT JUDGED (no workload was timed)")

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CONFIDENCE = 0.95
-RESAMPLES = 2000
+CONFIDENCE, RESAMPLES = 0.95, 2000
 TIE = "tie"
 
 

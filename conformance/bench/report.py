@@ -10,10 +10,8 @@ from __future__ import annotations
 
 
 def ratio_text(row: dict) -> str:
-    if row.get("ratio") is None:
-        return "-"
-    if row["rank"] == 1:
-        return "1.00x"
+    if row.get("ratio") is None or row["rank"] == 1:
+        return "-" if row.get("ratio") is None else "1.00x"
     return f"{row['ratio']:.2f}x [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
 
 
@@ -23,10 +21,6 @@ def pct_text(row: dict) -> str:
     if row.get("pct_of_limit") is None:
         return "-"
     return f"{row['pct_of_limit']:.0f}% [{row['pct_low']:.0f}, {row['pct_high']:.0f}]"
-
-
-def time_text(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.1f} us"
 
 
 def header_lines(meta: dict) -> list[str]:
@@ -45,8 +39,9 @@ def header_lines(meta: dict) -> list[str]:
 def _cells(row: dict) -> list[str]:
     if row.get("error"):
         return ["ERROR", f"{row['label']} {row['mode']}", row["error"][:160], "", "", ""]
-    return [str(row["rank"]), f"{row['label']} {row['mode']}", ratio_text(row), time_text(row["median_s"]),
-            pct_text(row), row.get("check", "")]
+    t = row["median_s"]
+    return [str(row["rank"]), f"{row['label']} {row['mode']}", ratio_text(row),
+            f"{t * 1e3:.3f} ms" if t >= 1e-4 else f"{t * 1e6:.1f} us", pct_text(row), row.get("check", "")]
 
 
 COLUMNS = ["rank", "implementation", "time / fastest [95% CI]", "median", "% of limit [95% CI]", "check"]

@@ -196,25 +196,23 @@ def start(sides: list[Side], device: str, log_dir: str, timeout: float, cohorts:
             say(f"  {side.label:16s} skipped: {side.info['skipped']}")
 
 
-def prepare(sides: list[Side], plan: list, say=print) -> list[Row]:
-    """Each live side's rows at the plan's workloads (all of one size), each call run once in
-    every cohort; a row that failed in any cohort is an error."""
-    replies = _everyone(sides, "prepare", lambda s: {"n_embd": plan[0].n_embd, "workloads": [w.as_dict() for w in plan],
-                                                     "modes": s.modes or list(s.info["modes"])})
-    by_group = {w.group: w for w in plan}
+def prepare(sides: list[Side], w, say=print) -> list[Row]:
+    """Each live side's rows at workload w, each call run once in every cohort; a row that failed
+    in any cohort is an error."""
+    replies = _everyone(sides, "prepare",
+                        lambda s: {"workload": w.as_dict(), "modes": s.modes or list(s.info["modes"])})
     rows = []
     for side in (s for s in sides if s.label in replies):
-        taken = set()
         cohorts = replies[side.label]
-        for i, prep in enumerate(cohorts[0]["rows"]):  # mode by mode, in the order of `modes`
-            if prep.get("skipped") or (side.one_mode and prep["group"] in taken):
+        for i, prep in enumerate(cohorts[0]["rows"]):  # in the order of `modes`
+            if prep.get("skipped"):
                 continue
-            taken.add(prep["group"])
             error = next((c["rows"][i]["error"] for c in cohorts if c["rows"][i].get("error")), "")
-            row = Row(side, prep["mode"], by_group[prep["group"]], prep["key"], prep, error=error)
-            if row.error:
-                say(f"  {row.name:24s} {row.workload.group}: {row.error}")
-            rows.append(row)
+            rows.append(Row(side, prep["mode"], w, prep["key"], prep, error=error))
+            if error:
+                say(f"  {rows[-1].name:24s} {w.group}: {error}")
+            if side.one_mode:
+                break
     return rows
 
 

@@ -17,8 +17,8 @@ from gpt2_conformance.bench import ranking, workloads
 from gpt2_conformance.bench.worker import LIMIT
 
 
-def _identity(row, info: dict, device: str) -> dict:
-    w = row.workload
+def _identity(row, device: str) -> dict:
+    w, info = row.workload, row.side.info
     return {"backend": row.side.backend, "label": row.side.label, "mode": row.mode,
             "implementation": info.get("implementation", ""), "check": info.get("check", {}).get(row.mode, ""),
             "mode_description": info.get("modes", {}).get(row.mode, ""), "workload": w.group, "name": w.name,
@@ -37,42 +37,39 @@ def _timed(row) -> dict:
 
 
 def workload_table(w: workloads.Workload, rows: list, device: str, cohorts: int = 1) -> dict:
-    """{"workload": w as a dict, "group", "limit": the limit's row or None, "rows": ranked rows
-    first, then rows that failed}."""
+    """{"workload": w as a dict, "group", "limit": the limit's figures or None, "rows": ranked rows
+    first, then rows that failed, "cohorts"}."""
     streams = [r for r in rows if r.side.backend == LIMIT and not r.error and r.blocks]
-    limit = streams[0] if streams else None
     # each round's limit: the faster of the streams (one thread, every core) in that round
-    limit_times = [min((t for t in ts if t is not None), default=None)
-                   for ts in zip(*(ranking.block_medians(r.blocks) for r in streams))]
+    limit = [min((t for t in ts if t is not None), default=None)
+             for ts in zip(*(ranking.block_medians(r.blocks) for r in streams))]
+    nbytes = workloads.bytes_moved(w, streams[0].prep["distinct_ids"] if streams else None)
     timed = [r for r in rows if r.side.backend != LIMIT and not r.error and any(b is not None for b in r.blocks)]
     medians = {r.name: ranking.block_medians(r.blocks) for r in timed}
     ranked = {x.name: x for x in ranking.rank(medians, cohorts)}
     out = []
-    for r in timed:
-        row = {**_identity(r, r.side.info, device), **_timed(r)}
-        x = ranked.get(r.name)
-        row.update(ratio=x.ratio.ratio if x and x.ratio else None, ci_low=x.ratio.low if x and x.ratio else None,
-                   ci_high=x.ratio.high if x and x.ratio else None, rank=x.rank if x else None)
-        nbytes = workloads.bytes_moved(w, limit.prep["distinct_ids"] if limit else None)
-        row.update(bytes_moved=nbytes, gbps=nbytes / row["median_s"] / 1e9,
+    for r in sorted(timed, key=lambda r: list(ranked).index(r.name) if r.name in ranked else len(ranked)):
+        row = {**_identity(r, device), **_timed(r)}
+        to_fastest = ranked[r.name].ratio if r.name in ranked else None
+        row.update(ratio=to_fastest and to_fastest.ratio, ci_low=to_fastest and to_fastest.low,
+                   ci_high=to_fastest and to_fastest.high, rank=ranked[r.name].rank if r.name in ranked else None,
+                   bytes_moved=nbytes, gbps=nbytes / row["median_s"] / 1e9,
                    gflops=workloads.flops(w) / row["median_s"] / 1e9)
-        pct = ranking.pct_of_limit(medians[r.name], limit_times, cohorts) if limit else None
+        pct = ranking.pct_of_limit(medians[r.name], limit, cohorts) if streams else None
         if pct is not None:
-            row.update(pct_of_limit=pct.ratio, pct_low=pct.low, pct_high=pct.high,
-                       limit_gbps=row["gbps"] * 100 / pct.ratio)
             # a row faster than a stream of its own least bytes, with confidence: the byte model
             # (workloads.traffic) or the reference is wrong, and no % is shown as a result
-            row["model_error"] = f"{pct.ratio:.0f}% of its limit [{pct.low:.0f}, {pct.high:.0f}]" if pct.low > 100 \
-                else None
+            row.update(pct_of_limit=pct.ratio, pct_low=pct.low, pct_high=pct.high,
+                       limit_gbps=row["gbps"] * 100 / pct.ratio,
+                       model_error=f"{pct.ratio:.0f}% of its limit [{pct.low:.0f}, {pct.high:.0f}]"
+                       if pct.low > 100 else None)
         out.append(row)
-    order = {x: i for i, x in enumerate(ranked)}
-    out.sort(key=lambda row: order.get(f"{row['label']} {row['mode']}", len(order)))
-    failed = [{**_identity(r, r.side.info, device), "error": r.error or "no block was timed"}
-              for r in rows if r.side.backend != LIMIT and r not in timed]
+    out += [{**_identity(r, device), "error": r.error or "no block was timed"}
+            for r in rows if r.side.backend != LIMIT and r not in timed]
     limit_row = None
-    if limit is not None:
+    if streams:
+        median = statistics.median(t for t in limit if t is not None)
         fastest = min(streams, key=lambda r: _timed(r)["median_s"])
-        median = statistics.median(t for t in limit_times if t is not None)
         limit_row = {"description": fastest.prep.get("description", ""), "median_s": median,
-                     "gbps": workloads.bytes_moved(w, limit.prep["distinct_ids"]) / median / 1e9}
-    return {"workload": w.as_dict(), "group": w.group, "limit": limit_row, "rows": out + failed, "cohorts": cohorts}
+                     "gbps": nbytes / median / 1e9}
+    return {"workload": w.as_dict(), "group": w.group, "limit": limit_row, "rows": out, "cohorts": cohorts}

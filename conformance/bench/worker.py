@@ -10,9 +10,9 @@ imports each.
 Commands ({"op": ...}):
   hello    {backend, device}: import the backend's hooks; what it offers (modes, checks, the
            implementation's name and version), or why it cannot run here (skipped).
-  prepare  {n_embd, workloads, modes}: build each mode's runner at that size and the call of
-           each (mode, workload), run it once (trace, compile); rows with their keys. The
-           pseudo-backend `limit` prepares each workload's streaming reference instead.
+  prepare  {workload, modes}: build each mode's runner and its call of the workload, run it once
+           (trace, compile); rows with their keys. The pseudo-backend `limit` prepares the
+           workload's streaming references instead.
   time     {key, seconds, lead_in}: one block of that call (timing.block).
   quit
 Anything the backend prints goes to stderr (the parent's log file), never into the protocol.
@@ -24,7 +24,6 @@ import gc
 import importlib
 import json
 import os
-import resource
 import sys
 import time
 import traceback
@@ -38,8 +37,7 @@ from gpt2_conformance.api.backend import REFERENCE
 from gpt2_conformance.bench import bandwidth, cache, timing
 from gpt2_conformance.bench import workloads as wl
 
-LIMIT = "limit"  # the pseudo-backend whose rows are the workloads' streaming references
-LIMIT_MODE = "stream"
+LIMIT, LIMIT_MODE = "limit", "stream"  # the pseudo-backend whose rows are the streaming references
 
 
 def tables(d: int):
@@ -111,6 +109,10 @@ def implementation(backend: str) -> str:
     return describe(registry.resolve(backend))
 
 
+def error_of(exc: Exception) -> dict:
+    return {"error": f"{type(exc).__name__}: {exc}"[:500], "traceback": traceback.format_exc()[-2000:]}
+
+
 def key_of(mode: str, w: wl.Workload) -> str:
     return f"{mode}|{w.group}"
 
@@ -127,48 +129,40 @@ class Worker:
     def hello(self, backend: str, device: str) -> dict:
         self.backend, self.device = backend, device
         if backend == LIMIT:
-            return {"modes": {LIMIT_MODE: "the workload's bytes streamed by numpy"}, "suite_mode": LIMIT_MODE,
-                    "check": {LIMIT_MODE: ""}, "implementation": "numpy stream", "threads_setting": ""}
-        t0 = time.perf_counter()
+            return {"modes": {LIMIT_MODE: "the workload's bytes streamed by numpy"}, "implementation": "numpy stream"}
         self.hooks = hooks_of(backend)
-        info = {"import_s": time.perf_counter() - t0}
         ok, why = self.hooks.available(device)
         if not ok:
-            return {**info, "skipped": why}
-        return {**info, "modes": dict(self.hooks.MODES), "suite_mode": self.hooks.SUITE_MODE,
+            return {"skipped": why}
+        return {"modes": dict(self.hooks.MODES), "suite_mode": self.hooks.SUITE_MODE,
                 "fastest_mode": self.hooks.FASTEST_MODE, "check": dict(self.hooks.CHECK),
                 "default_mode": getattr(self.hooks, "DEFAULT_MODE", self.hooks.SUITE_MODE),
                 "implementation": implementation(backend), "threads_setting": self.hooks.threads_setting()}
 
-    def prepare(self, n_embd: int, workloads: list[dict], modes: list[str]) -> dict:
-        self.calls.clear()  # the last workloads' runners and outputs go before the next are built
+    def prepare(self, workload: dict, modes: list[str]) -> dict:
+        self.calls.clear()  # the last workload's runners and outputs go before the next are built
         gc.collect()
-        plan = [wl.Workload(**w) for w in workloads]
-        if any(w.cache == "cold" for w in plan) and self.flush is None:
+        w = wl.Workload(**workload)
+        if w.cache == "cold" and self.flush is None:
             self.flush = cache.HostFlusher()
         if self.backend == LIMIT:
-            return {"rows": [row for w in plan for row in self._prepare_limit(w)]}
-        if self._tables[0] != n_embd:
-            self._tables = (n_embd, *tables(n_embd))
+            return {"rows": self._prepare_limit(w)}
+        if self._tables[0] != w.n_embd:
+            self._tables = (w.n_embd, *tables(w.n_embd))
         _, wte, wpe = self._tables
         rows = []
-        for mode in modes:
-            if mode not in self.hooks.MODES:
-                continue
+        for mode in (m for m in modes if m in self.hooks.MODES):
             try:
                 t0 = time.perf_counter()
                 runner = self.hooks.Runner(wte, wpe, mode, self.device)
-                setup_s = time.perf_counter() - t0
             except Exception as exc:  # noqa: BLE001 - recorded; the other modes still run
-                rows += [{"key": key_of(mode, w), "mode": mode, "group": w.group, "error": f"setup: {exc!r}"[:500]}
-                         for w in plan]
+                rows.append({"key": key_of(mode, w), "mode": mode, "error": f"setup: {exc!r}"[:500]})
                 continue
-            for w in plan:
-                rows.append(self._prepare_call(runner, mode, w, setup_s))
+            rows.append(self._prepare_call(runner, mode, w, time.perf_counter() - t0))
         return {"rows": rows}
 
     def _prepare_call(self, runner, mode: str, w: wl.Workload, setup_s: float) -> dict:
-        row = {"key": key_of(mode, w), "mode": mode, "group": w.group, "setup_s": setup_s}
+        row = {"key": key_of(mode, w), "mode": mode, "setup_s": setup_s}
         if not wl.applies(self.backend, mode, w):
             return {**row, "skipped": f"mode {mode} does not time {w.kind}"}
         try:
@@ -182,7 +176,7 @@ class Worker:
             call()
             row["first_call_s"] = time.perf_counter() - t0
         except Exception as exc:  # noqa: BLE001 - this row is an error; the others still run
-            return {**row, "error": f"{type(exc).__name__}: {exc}"[:500], "traceback": traceback.format_exc()[-2000:]}
+            return {**row, **error_of(exc)}
         self.calls[row["key"]] = (call, self.flush if w.cache == "cold" else None)
         return row
 
@@ -195,7 +189,7 @@ class Worker:
                                                                      before).items():
             key = key_of(f"{LIMIT_MODE}-{threads}", w)
             self.calls[key] = (call, before)
-            rows.append({"key": key, "mode": f"{LIMIT_MODE}-{threads}", "group": w.group, "description": description,
+            rows.append({"key": key, "mode": f"{LIMIT_MODE}-{threads}", "description": description,
                          "bytes": read + write, "distinct_ids": distinct})
         return rows
 
@@ -211,11 +205,6 @@ class Worker:
         return handlers[op](**request)
 
 
-def _cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def main() -> int:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever a framework prints lands in the log, not in the protocol
@@ -227,8 +216,8 @@ def main() -> int:
         try:
             reply = worker.handle(request)
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the row
-            reply = {"error": f"{type(exc).__name__}: {exc}"[:500], "traceback": traceback.format_exc()[-2000:]}
-        reply["cpu_s"] = _cpu_seconds()
+            reply = error_of(exc)
+        reply["cpu_s"] = time.process_time()  # every thread of this process
         protocol.write(json.dumps(reply) + "\n")
     return 0
 

@@ -55,11 +55,12 @@ def test_the_gate_fails_an_implementation_doing_twice_the_work(tmp_path):
 
 def test_the_gate_judges_on_the_intervals_low_end():
     slower = table({"new": 2.0e-3, "base": 1e-3})
-    assert gate.judge([slower], "new", "base", 10).code == 1
-    assert gate.judge([slower], "new", "base", 150).code == 0, "2x is within a 150% threshold"
-    assert gate.judge([table({"new": 1e-3, "base": 1e-3})], "new", "base", 10).code == 0
-    failed = gate.judge([table({"new": 1e-3, "base": 1e-3}, errors=("new",))], "new", "base", 10)
-    assert failed.code == 1 and "NOT JUDGED (new: new failed)" in failed.text
+    assert gate.judge([slower], "new", "base", 10)[0] == 1
+    assert gate.judge([slower], "new", "base", 150)[0] == 0, "2x is within a 150% threshold"
+    assert gate.judge([table({"new": 1e-3, "base": 1e-3})], "new", "base", 10)[0] == 0
+    code, text = gate.judge([table({"new": 1e-3, "base": 1e-3}, errors=("new",))], "new", "base", 10)
+    assert code == 1 and "NOT JUDGED (new: new failed)" in text
+    assert gate.judge([], "new", "base", 10) == (1, "gate: NOT JUDGED (no workload was timed)")
 
 
 @pytest.mark.parametrize("options,says", [
@@ -112,7 +113,7 @@ def test_more_workers_than_memory_holds_are_refused_or_fall_back_to_one_process(
 
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers(dest="command"))
-    monkeypatch.setattr(command, "_available_bytes", lambda: int(5 * command.WORKER_BYTES))
+    monkeypatch.setattr(command.machine, "available_memory_bytes", lambda: int(5 * command.WORKER_BYTES))
     args = parser.parse_args(["bench", "--quick", "--out-dir", str(tmp_path)])
     assert command._memory(args, 4) is None and args.processes == 1
     assert "one process per implementation: 4 implementations in two each would need" in capsys.readouterr().out

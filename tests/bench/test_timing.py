@@ -62,6 +62,7 @@ def test_other_load_counts_only_other_processes_inside_its_windows(monkeypatch):
 
 
 def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
+    from gpt2_conformance.api import machine
     from gpt2_conformance.bench import cache
 
     for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "64K"),
@@ -71,8 +72,8 @@ def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
         (d / "level").write_text(f"{level}\n")
         (d / "type").write_text(f"{kind}\n")
         (d / "size").write_text(f"{size}\n")
-    assert cache.llc_bytes(str(tmp_path)) == 480 << 20
-    assert cache.llc_bytes(str(tmp_path / "missing")) is None
+    assert machine.llc_bytes(str(tmp_path)) == 480 << 20
+    assert machine.llc_bytes(str(tmp_path / "missing")) is None
     assert cache.flush_bytes(480 << 20) == 960 << 20
     assert cache.flush_bytes(8 << 20) == cache.FLUSH_MIN_BYTES and cache.flush_bytes(4 << 30) == cache.FLUSH_MAX_BYTES
     assert cache.flush_bytes(None) == 512 << 20
