@@ -46,9 +46,10 @@ def workload_table(w: workloads.Workload, rows: list, device: str, cohorts: int 
     nbytes = workloads.bytes_moved(w, streams[0].prep["distinct_ids"] if streams else None)
     timed = [r for r in rows if r.side.backend != LIMIT and not r.error and any(b is not None for b in r.blocks)]
     medians = {r.name: ranking.block_medians(r.blocks) for r in timed}
-    ranked = {x.name: x for x in ranking.rank(medians, cohorts)}
+    ranked = {x.name: x for x in ranking.rank(medians, cohorts)}  # fastest first
+    order = {name: i for i, name in enumerate(ranked)}
     out = []
-    for r in sorted(timed, key=lambda r: list(ranked).index(r.name) if r.name in ranked else len(ranked)):
+    for r in sorted(timed, key=lambda r: order.get(r.name, len(order))):
         row = {**_identity(r, device), **_timed(r)}
         to_fastest = ranked[r.name].ratio if r.name in ranked else None
         row.update(ratio=to_fastest and to_fastest.ratio, ci_low=to_fastest and to_fastest.low,
@@ -57,19 +58,18 @@ def workload_table(w: workloads.Workload, rows: list, device: str, cohorts: int 
                    gflops=workloads.flops(w) / row["median_s"] / 1e9)
         pct = ranking.pct_of_limit(medians[r.name], limit, cohorts) if streams else None
         if pct is not None:
-            # a row faster than a stream of its own least bytes, with confidence: the byte model
-            # (workloads.traffic) or the reference is wrong, and no % is shown as a result
             row.update(pct_of_limit=pct.ratio, pct_low=pct.low, pct_high=pct.high,
-                       limit_gbps=row["gbps"] * 100 / pct.ratio,
-                       model_error=f"{pct.ratio:.0f}% of its limit [{pct.low:.0f}, {pct.high:.0f}]"
-                       if pct.low > 100 else None)
+                       limit_gbps=row["gbps"] * 100 / pct.ratio, model_error=None)
+            if pct.low > 100:  # beats a stream of its own least bytes: the byte model is wrong, no % shown
+                row.update(model_error=f"{pct.ratio:.0f}% of its limit [{pct.low:.0f}, {pct.high:.0f}]",
+                           pct_of_limit=None, pct_low=None, pct_high=None)
         out.append(row)
     out += [{**_identity(r, device), "error": r.error or "no block was timed"}
             for r in rows if r.side.backend != LIMIT and r not in timed]
     limit_row = None
     if streams:
         median = statistics.median(t for t in limit if t is not None)
-        fastest = min(streams, key=lambda r: _timed(r)["median_s"])
+        fastest = min(streams, key=lambda r: statistics.median(t for t in ranking.block_medians(r.blocks) if t))
         limit_row = {"description": fastest.prep.get("description", ""), "median_s": median,
                      "gbps": nbytes / median / 1e9}
     return {"workload": w.as_dict(), "group": w.group, "limit": limit_row, "rows": out, "cohorts": cohorts}

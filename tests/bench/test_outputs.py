@@ -39,6 +39,7 @@ def test_a_row_faster_than_a_stream_of_its_own_bytes_is_a_model_error():
     t = table({"numpy": 1e-3}, limit=2e-3)
     row = t["rows"][0]
     assert row["model_error"].startswith("200%") and "MODEL ERROR 200%" in report.pct_text(row)
+    assert row["pct_of_limit"] is None, "a model error is a flag, never a % shown as a result"
 
 
 def test_a_busy_machine_makes_it_not_a_verdict():
