@@ -14,8 +14,9 @@
 
 Exit codes (gpt2_conformance.results): 0 every claimed clause passed (or failed with a waiver);
 1 a clause failed, a waiver is stale (its clause passed), or the backend could not run; 2 bad
-command line; 3 nothing was checked (every clause not claimed or skipped); 4 no clause failed, but the suite could not judge some (ERROR: the
-suite's own data or code failed, never the implementation's).
+command line; 3 nothing was checked (every clause not claimed or skipped); 4 no clause failed,
+but the suite could not judge some (ERROR: the suite's own data or code failed, never the
+implementation's).
 """
 
 from __future__ import annotations
@@ -48,8 +49,12 @@ def _parser(modules: dict) -> argparse.ArgumentParser:
         if module is sys.modules[__name__]:  # this module (also when run as __main__)
             own = sub.add_parser(name, help=_OWN_HELP[name])
             if name == "list":
-                own.add_argument("--long", action="store_true", help="with each name: its kind, and whether "
-                                 "it is installed (and if not, the pip command that installs it)")
+                own.add_argument(
+                    "--long",
+                    action="store_true",
+                    help="with each name: its kind, and whether "
+                    "it is installed (and if not, the pip command that installs it)",
+                )
         elif name not in {p for p in sub.choices}:
             module.add_parser(sub)
     return parser
@@ -68,8 +73,7 @@ def _version() -> str:
     return f"gpt2-conformance {package} (spec {SPEC_VERSION})"
 
 
-_OWN_HELP = {"spec": "print the spec (SPEC.md) generated from the clause registry",
-             "list": "list the backend names"}
+_OWN_HELP = {"spec": "print the spec (SPEC.md) generated from the clause registry", "list": "list the backend names"}
 
 
 def run(args) -> int:
@@ -93,8 +97,13 @@ def run(args) -> int:
             continue
         lacking, missing = registry.missing_framework(name), registry.adapter_missing(name)
         install = registry.install_command(found)
-        state = f"not installed: {lacking} missing ({install})" if lacking else f"broken: {missing}" if missing \
+        state = (
+            f"not installed: {lacking} missing ({install})"
+            if lacking
+            else f"broken: {missing}"
+            if missing
             else "installed"
+        )
         print(f"{name:<22} {found.kind:<10} {state}")
     return 0
 
@@ -105,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     # constraints; `list` imports no framework); every command's, for the top-level help
     named = next((a for a in argv if not a.startswith("-")), None)
     chosen = {named: COMMANDS[named]} if named in COMMANDS else COMMANDS
-    modules = {name: sys.modules[__name__] if path == COMMANDS["list"] else importlib.import_module(path)
-               for name, path in chosen.items()}
+    modules = {
+        name: sys.modules[__name__] if path == COMMANDS["list"] else importlib.import_module(path)
+        for name, path in chosen.items()
+    }
     args = _parser(modules).parse_args(argv)
     problem = _unwritable_output(args)
     if problem:
@@ -145,8 +156,10 @@ def _unwritable_output(args) -> str | None:
             why = exc.strerror or exc
             if existing == os.path.abspath(path):
                 return f"{option} {path}: this folder cannot be written ({why}); give a folder you can write"
-            return (f"{option} {path}: this folder cannot be made, as {existing}, the nearest folder that exists, "
-                    f"cannot be written ({why}); give a folder you can write")
+            return (
+                f"{option} {path}: this folder cannot be made, as {existing}, the nearest folder that exists, "
+                f"cannot be written ({why}); give a folder you can write"
+            )
     return None
 
 

@@ -17,23 +17,46 @@ def pytest_addoption(parser):
     group.addoption("--gpt2c-backend", help="built-in or installed backend name (gpt2-conformance list)")
     group.addoption("--gpt2c-adapter", help="adapter factory as package.module:factory")
     group.addoption("--gpt2c-device", default="cpu", choices=("cpu", "gpu"), help="device to run on (default cpu)")
-    group.addoption("--gpt2c-checkpoint", help="GOLDEN clauses: load wte/wpe from this GPT-2 checkpoint "
-                    "(.safetensors, torch .bin, TF model.ckpt, .npz, .gguf) instead of the shipped real data")
-    group.addoption("--gpt2c-waivers", help="TOML file of expected deviations; a waived clause's failures are "
-                    "xfail with the reason and link, a waiver whose clause passed fails the run as stale "
-                    "(default: the backend's own waiver file, or the adapter's WAIVERS attribute)")
-    group.addoption("--gpt2c-thorough", action="store_true", help="10x the examples, drawn from a random seed "
-                    "(printed; the default draws are derandomized)")
+    group.addoption(
+        "--gpt2c-checkpoint",
+        help="GOLDEN clauses: load wte/wpe from this GPT-2 checkpoint "
+        "(.safetensors, torch .bin, TF model.ckpt, .npz, .gguf) instead of the shipped real data",
+    )
+    group.addoption(
+        "--gpt2c-waivers",
+        help="TOML file of expected deviations; a waived clause's failures are "
+        "xfail with the reason and link, a waiver whose clause passed fails the run as stale "
+        "(default: the backend's own waiver file, or the adapter's WAIVERS attribute)",
+    )
+    group.addoption(
+        "--gpt2c-thorough",
+        action="store_true",
+        help="10x the examples, drawn from a random seed (printed; the default draws are derandomized)",
+    )
     group.addoption("--gpt2c-seed", type=int, help="with --gpt2c-thorough: the seed, to replay a run's draws")
-    group.addoption("--gpt2c-no-shrink", action="store_true", help="report a failing example as first drawn, not "
-                    "minimised: the same verdicts, sooner on an implementation that fails (the messages' "
-                    "examples are then not the smallest)")
-    group.addoption("--gpt2c-first-drawn", action="append", default=[], metavar="CLAUSE",
-                    help="report this clause's failing examples as first drawn, not minimised (repeatable; the "
-                    "CLI passes every waived clause: its waiver already names the deviation)")
-    group.addoption("--gpt2c-case", action="append", default=[], metavar="NODEID",
-                    help="run only this test of the suite, e.g. 'test_bounds.py::test_too_long_raises' (a "
-                    "report's repro line); repeatable")
+    group.addoption(
+        "--gpt2c-no-shrink",
+        action="store_true",
+        help="report a failing example as first drawn, not "
+        "minimised: the same verdicts, sooner on an implementation that fails (the messages' "
+        "examples are then not the smallest)",
+    )
+    group.addoption(
+        "--gpt2c-first-drawn",
+        action="append",
+        default=[],
+        metavar="CLAUSE",
+        help="report this clause's failing examples as first drawn, not minimised (repeatable; the "
+        "CLI passes every waived clause: its waiver already names the deviation)",
+    )
+    group.addoption(
+        "--gpt2c-case",
+        action="append",
+        default=[],
+        metavar="NODEID",
+        help="run only this test of the suite, e.g. 'test_bounds.py::test_too_long_raises' (a "
+        "report's repro line); repeatable",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before the suite's conftest, whose hooks read what is checked here
@@ -45,8 +68,14 @@ def pytest_configure(config):
 
     The adapter and the waivers, once read, are kept on the config for the suite's hooks. In a
     child of `run` (--gpt2c-results) nothing is checked: `run` checked it all before starting it."""
-    options = ("--gpt2c-backend", "--gpt2c-adapter", "--gpt2c-checkpoint", "--gpt2c-waivers", "--gpt2c-seed",
-               "--gpt2c-case")
+    options = (
+        "--gpt2c-backend",
+        "--gpt2c-adapter",
+        "--gpt2c-checkpoint",
+        "--gpt2c-waivers",
+        "--gpt2c-seed",
+        "--gpt2c-case",
+    )
     if config.getoption("--gpt2c-results", None) or not any(config.getoption(o, None) for o in options):
         return
     from gpt2_conformance.runtime import inputs
@@ -63,7 +92,10 @@ def pytest_configure(config):
         if ":" not in name and not config.getoption("--gpt2c-adapter", None):
             inputs.backend(name, inputs.PYTEST)
         factory = inputs.adapter(name, spec_only=bool(config.getoption("--gpt2c-adapter", None)))
-        config._gpt2c_checked = (factory, name, inputs.waiver_list(name, config.getoption("--gpt2c-waivers", None),
-                                                                    factory))
+        config._gpt2c_checked = (
+            factory,
+            name,
+            inputs.waiver_list(name, config.getoption("--gpt2c-waivers", None), factory),
+        )
     except inputs.InputError as exc:
         raise pytest.UsageError(f"gpt2-conformance: {exc}") from None

@@ -66,18 +66,23 @@ def _plugin_entry(ep) -> tuple[str, Backend]:
     try:
         module = importlib.import_module(ep.value)
     except ImportError as exc:
-        raise ImportError(f"cannot import {ep.value} ({exc}): reinstall the package that provides it, "
-                          "or fix its entry point") from None
+        raise ImportError(
+            f"cannot import {ep.value} ({exc}): reinstall the package that provides it, or fix its entry point"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - another package's module: whatever it raises is its own
         raise ImportError(f"importing {ep.value} raised {type(exc).__name__}: {exc}") from None
     found = getattr(module, "BACKEND", None)
     if found is None:
-        raise TypeError(f"{ep.value} has no BACKEND: the entry point names a module holding "
-                        "BACKEND = gpt2_conformance.api.backend.Backend(...)")
+        raise TypeError(
+            f"{ep.value} has no BACKEND: the entry point names a module holding "
+            "BACKEND = gpt2_conformance.api.backend.Backend(...)"
+        )
     package = ep.value if hasattr(module, "__path__") else ep.value.rpartition(".")[0]
     if not package:
-        raise TypeError(f"{ep.value} is a top-level module, so its adapter {getattr(found, 'adapter', '')!r} has "
-                        "no folder to be found in: name a package, or a module inside one")
+        raise TypeError(
+            f"{ep.value} is a top-level module, so its adapter {getattr(found, 'adapter', '')!r} has "
+            "no folder to be found in: name a package, or a module inside one"
+        )
     return package, found
 
 
@@ -95,8 +100,10 @@ def adapter_missing(name: str) -> str | None:
         located, why = None, str(exc)
     if located is not None:
         return None
-    return (f"{_describe(ep)}: its adapter {found.adapter!r} is {module} ({why}): BACKEND.adapter names a "
-            f"module:factory relative to {found.package}, the folder of the entry point's module")
+    return (
+        f"{_describe(ep)}: its adapter {found.adapter!r} is {module} ({why}): BACKEND.adapter names a "
+        f"module:factory relative to {found.package}, the folder of the entry point's module"
+    )
 
 
 def _describe(ep) -> str:
@@ -226,12 +233,16 @@ def find(name_or_spec: str):
         try:
             return plugins[name_or_spec].load()
         except (ImportError, AttributeError) as exc:
-            raise ImportError(f"{_describe(plugins[name_or_spec])}: cannot load it ({exc}): reinstall the package "
-                              "that provides it, or fix its entry point") from None
+            raise ImportError(
+                f"{_describe(plugins[name_or_spec])}: cannot load it ({exc}): reinstall the package "
+                "that provides it, or fix its entry point"
+            ) from None
     if name_or_spec in broken():
         raise LookupError(broken()[name_or_spec])
-    raise LookupError(f"unknown backend {name_or_spec!r}; available: {', '.join(available())} "
-                      "(or pass --adapter package.module:factory)")
+    raise LookupError(
+        f"unknown backend {name_or_spec!r}; available: {', '.join(available())} "
+        "(or pass --adapter package.module:factory)"
+    )
 
 
 def _claiming(name: str, factory):
@@ -268,9 +279,14 @@ def child_env(name: str) -> dict[str, str]:
     found = builtin().get(name)
     if found is None or not found.child_env:
         return {}
-    folder = machine.private_cache_folder(f"{found.name}-cache") if any(CACHE in v for v in found.child_env.values()) else ""
-    return {key: value.replace(CACHE, folder or "") for key, value in found.child_env.items()
-            if CACHE not in value or folder}
+    folder = (
+        machine.private_cache_folder(f"{found.name}-cache") if any(CACHE in v for v in found.child_env.values()) else ""
+    )
+    return {
+        key: value.replace(CACHE, folder or "")
+        for key, value in found.child_env.items()
+        if CACHE not in value or folder
+    }
 
 
 def waivers_file(name_or_spec: str, factory=None) -> str | None:

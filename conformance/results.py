@@ -85,9 +85,9 @@ class SuiteResult:
     @property
     def exit_code(self) -> int:
         """0: every claimed clause passed (a waived deviation does not fail the gate); 1: a
-        clause failed, a waiver is stale (its clause passed), or the backend did not run; 4: no clause failed, but the suite could not
-        judge some (ERROR: its own data or code failed, not the implementation); 3: nothing was
-        checked (every clause not claimed or skipped)."""
+        clause failed, a waiver is stale (its clause passed), or the backend did not run; 4: no
+        clause failed, but the suite could not judge some (ERROR: its own data or code failed, not
+        the implementation); 3: nothing was checked (every clause not claimed or skipped)."""
         counts = self.by_status()
         if self.error or counts[FAIL] or self.stale_waivers:  # a stale waiver: the file is out of date
             return EXIT_FAIL
@@ -110,9 +110,15 @@ class SuiteResult:
             "stale_waivers": self.stale_waivers,
             "parity": self.parity,
             "clauses": [
-                {"id": c.clause.id, "group": c.clause.group, "title": c.clause.title, "status": c.status,
-                 "message": c.message, "waiver": c.waiver,
-                 "tests": [_test_dict(t) for t in c.tests]}
+                {
+                    "id": c.clause.id,
+                    "group": c.clause.group,
+                    "title": c.clause.title,
+                    "status": c.status,
+                    "message": c.message,
+                    "waiver": c.waiver,
+                    "tests": [_test_dict(t) for t in c.tests],
+                }
                 for c in self.clauses
             ],
         }
@@ -157,7 +163,7 @@ def aggregate(outcomes: list[TestOutcome]) -> list[ClauseResult]:
             others = [t for t in tests if t.status != PASS]
             message = f"{len(tests) - len(others)} passed" + (f"; {others[0].message}" if others else "")
         elif all(s == NOT_CLAIMED for s in statuses):
-            status, message = NOT_CLAIMED, tests[0].message[len(NOT_CLAIMED_PREFIX):]
+            status, message = NOT_CLAIMED, tests[0].message[len(NOT_CLAIMED_PREFIX) :]
         else:
             status, message = SKIPPED, next(t.message for t in tests if t.status == SKIPPED)
         results.append(ClauseResult(c, status, message, tests))

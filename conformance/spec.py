@@ -45,206 +45,382 @@ GROUPS = {
 
 CLAUSES: tuple[Clause, ...] = (
     # -- SHAPE -----------------------------------------------------------------------
-    Clause("SHAPE-TABLES", "SHAPE", "Table shapes for the four released sizes",
-           "For n_embd d in {768, 1024, 1280, 1600}, wte is [50257, d] and wpe is [1024, d].",
-           f"{PAPER} Table 2 and sec. 2.3; {MODEL_PY} lines 152-155"),
-    Clause("SHAPE-PARAMS", "SHAPE", "Parameter count; the tied head adds none",
-           "The embedding and head own exactly two parameters, wte [50257, d] and wpe [1024, d]: "
-           "38,597,376 + 786,432 = 39,383,808 at d = 768. The tied head adds 0 parameters.",
-           f"{MODEL_PY} lines 152-155, 171; {SEED_DIAGRAM}"),
-    Clause("SHAPE-H", "SHAPE", "h is [B, T, d]",
-           "embed(ids [B, T], past_length) returns a [B, T, d] array of the adapter's dtype.",
-           f"{MODEL_PY} line 157"),
-    Clause("SHAPE-EMPTY", "SHAPE", "T = 0 gives [B, 0, d]",
-           "An empty sequence (T = 0) is valid input and returns a [B, 0, d] array.",
-           f"{MODEL_PY} lines 141-144 (positions_for uses tf.range(nsteps))"),
-    Clause("SHAPE-LOGITS", "SHAPE", "Logits are [B, T, V]",
-           "logits(h_final [B, T, d]) returns [B, T, 50257].",
-           f"{MODEL_PY} lines 170-172", ("tied_head",)),
+    Clause(
+        "SHAPE-TABLES",
+        "SHAPE",
+        "Table shapes for the four released sizes",
+        "For n_embd d in {768, 1024, 1280, 1600}, wte is [50257, d] and wpe is [1024, d].",
+        f"{PAPER} Table 2 and sec. 2.3; {MODEL_PY} lines 152-155",
+    ),
+    Clause(
+        "SHAPE-PARAMS",
+        "SHAPE",
+        "Parameter count; the tied head adds none",
+        "The embedding and head own exactly two parameters, wte [50257, d] and wpe [1024, d]: "
+        "38,597,376 + 786,432 = 39,383,808 at d = 768. The tied head adds 0 parameters.",
+        f"{MODEL_PY} lines 152-155, 171; {SEED_DIAGRAM}",
+    ),
+    Clause(
+        "SHAPE-H",
+        "SHAPE",
+        "h is [B, T, d]",
+        "embed(ids [B, T], past_length) returns a [B, T, d] array of the adapter's dtype.",
+        f"{MODEL_PY} line 157",
+    ),
+    Clause(
+        "SHAPE-EMPTY",
+        "SHAPE",
+        "T = 0 gives [B, 0, d]",
+        "An empty sequence (T = 0) is valid input and returns a [B, 0, d] array.",
+        f"{MODEL_PY} lines 141-144 (positions_for uses tf.range(nsteps))",
+    ),
+    Clause(
+        "SHAPE-LOGITS",
+        "SHAPE",
+        "Logits are [B, T, V]",
+        "logits(h_final [B, T, d]) returns [B, T, 50257].",
+        f"{MODEL_PY} lines 170-172",
+        ("tied_head",),
+    ),
     # -- LOOKUP ----------------------------------------------------------------------
-    Clause("LOOKUP-EXACT", "LOOKUP", "h == wte[X] + wpe[p] bit for bit in float32",
-           "h[b, t] = wte[X[b, t]] + wpe[t] at past_length 0; in float32 this is one IEEE addition, "
-           "so h equals the float32 sum bit for bit (tolerance 0), for every id in [0, 50257), every "
-           "position in [0, 1024) (T up to 1024), batches up to 64 and ids in any memory layout. "
-           "Offsets are POSITIONS-OFFSET's, which relates them to this forward.",
-           f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
-    Clause("LOOKUP-NO-SCALE", "LOOKUP", "No sqrt(d) or other scaling",
-           "With wpe zeroed, no h[b, t] is c * wte[X[b, t]] for a factor c != 1; with wte zeroed, "
-           "none is c * wpe[t]. No factor (sqrt(d) as in the Transformer base model, a max-norm "
-           "renormalisation, or any other) is applied to either term, whatever the rows' norms.",
-           f"{MODEL_PY} line 157; {SEED_EMBEDDING} (Watch-outs)"),
-    Clause("LOOKUP-NO-EXTRA", "LOOKUP", "No token-type embedding, bias or norm on the sum",
-           "With both tables zero, h is exactly zero: nothing else (a token-type or segment "
-           "embedding, a bias, a LayerNorm) is added to or applied on the sum.",
-           f"{MODEL_PY} line 157; {SEED_EMBEDDING}"),
-    Clause("LOOKUP-NO-DROPOUT", "LOOKUP", "No dropout at inference",
-           "In inference, embedding the same input again gives bit-identical outputs: no dropout "
-           "mask (a deterministic 1/(1-p) rescale is LOOKUP-NO-SCALE's).",
-           f"{MODEL_PY} (no dropout in the public graph); {SEED_EMBEDDING}"),
-    Clause("LOOKUP-LEARNED-POSITIONS", "LOOKUP", "Positions come from the learned wpe table",
-           "Changing wpe row p moves every element of h at position p and nothing else: positions "
-           "are learned rows, not sinusoids or any function of p.",
-           f"{MODEL_PY} lines 152-153, 157; {SEED_EMBEDDING}"),
-    Clause("LOOKUP-BATCH-INDEPENDENT", "LOOKUP", "Batch rows are independent",
-           "Each row of a batch (B up to 64) equals the same sequence embedded alone with the same "
-           "past_length.",
-           f"{MODEL_PY} lines 141-144, 157"),
-    Clause("LOOKUP-ID-DTYPES", "LOOKUP", "int32 and int64 ids accepted",
-           "ids of dtype int32 and int64 are both accepted and give the same h (each other's, bit "
-           "for bit), for ids up to 50256.",
-           f"{MODEL_PY} (X is int32 in the sampler); {SEED_WTE}"),
+    Clause(
+        "LOOKUP-EXACT",
+        "LOOKUP",
+        "h == wte[X] + wpe[p] bit for bit in float32",
+        "h[b, t] = wte[X[b, t]] + wpe[t] at past_length 0; in float32 this is one IEEE addition, "
+        "so h equals the float32 sum bit for bit (tolerance 0), for every id in [0, 50257), every "
+        "position in [0, 1024) (T up to 1024), batches up to 64 and ids in any memory layout. "
+        "Offsets are POSITIONS-OFFSET's, which relates them to this forward.",
+        f"{MODEL_PY} line 157; {SEED_EMBEDDING}",
+    ),
+    Clause(
+        "LOOKUP-NO-SCALE",
+        "LOOKUP",
+        "No sqrt(d) or other scaling",
+        "With wpe zeroed, no h[b, t] is c * wte[X[b, t]] for a factor c != 1; with wte zeroed, "
+        "none is c * wpe[t]. No factor (sqrt(d) as in the Transformer base model, a max-norm "
+        "renormalisation, or any other) is applied to either term, whatever the rows' norms.",
+        f"{MODEL_PY} line 157; {SEED_EMBEDDING} (Watch-outs)",
+    ),
+    Clause(
+        "LOOKUP-NO-EXTRA",
+        "LOOKUP",
+        "No token-type embedding, bias or norm on the sum",
+        "With both tables zero, h is exactly zero: nothing else (a token-type or segment "
+        "embedding, a bias, a LayerNorm) is added to or applied on the sum.",
+        f"{MODEL_PY} line 157; {SEED_EMBEDDING}",
+    ),
+    Clause(
+        "LOOKUP-NO-DROPOUT",
+        "LOOKUP",
+        "No dropout at inference",
+        "In inference, embedding the same input again gives bit-identical outputs: no dropout "
+        "mask (a deterministic 1/(1-p) rescale is LOOKUP-NO-SCALE's).",
+        f"{MODEL_PY} (no dropout in the public graph); {SEED_EMBEDDING}",
+    ),
+    Clause(
+        "LOOKUP-LEARNED-POSITIONS",
+        "LOOKUP",
+        "Positions come from the learned wpe table",
+        "Changing wpe row p moves every element of h at position p and nothing else: positions "
+        "are learned rows, not sinusoids or any function of p.",
+        f"{MODEL_PY} lines 152-153, 157; {SEED_EMBEDDING}",
+    ),
+    Clause(
+        "LOOKUP-BATCH-INDEPENDENT",
+        "LOOKUP",
+        "Batch rows are independent",
+        "Each row of a batch (B up to 64) equals the same sequence embedded alone with the same past_length.",
+        f"{MODEL_PY} lines 141-144, 157",
+    ),
+    Clause(
+        "LOOKUP-ID-DTYPES",
+        "LOOKUP",
+        "int32 and int64 ids accepted",
+        "ids of dtype int32 and int64 are both accepted and give the same h (each other's, bit "
+        "for bit), for ids up to 50256.",
+        f"{MODEL_PY} (X is int32 in the sampler); {SEED_WTE}",
+    ),
     # -- POSITIONS -------------------------------------------------------------------
-    Clause("POSITIONS-OFFSET", "POSITIONS", "p_t = past_length + t",
-           "With past_length k, token t of the input is embedded at position k + t, never t: the "
-           "cached call equals rows k.. of the full forward of the whole sequence from past_length "
-           "0, bit for bit. past_length may be a Python int, a numpy integer (np.int64, np.int32, "
-           "np.intp) or a 0-d integer array; each acts exactly as the same int.",
-           f"{MODEL_PY} lines 141-144, 156-157 (positions_for)", ("kv_cache",)),
-    Clause("POSITIONS-DECODE", "POSITIONS", "Token-by-token decode equals the full forward",
-           "Embedding one token at a time with past_length = t (ids a view all_ids[:, t:t+1] or a "
-           "copy) equals row t of the full forward, bit for bit.",
-           f"{MODEL_PY} lines 156-157; {SEED_EMBEDDING} (Watch-outs)", ("kv_cache",)),
-    Clause("POSITIONS-CHUNKED", "POSITIONS", "Any chunked prefill equals the full forward",
-           "Splitting a sequence into chunks at any points and embedding each chunk with "
-           "past_length = its start gives the full forward's rows, bit for bit.",
-           f"{MODEL_PY} lines 156-157", ("kv_cache",)),
-    Clause("POSITIONS-BATCH-SHARED", "POSITIONS", "past_length is shared by the batch",
-           "All batch rows use positions past_length + t (positions_for tiles one range over the "
-           "batch): B rows (4 and 64) of one token give B copies of that row embedded alone.",
-           f"{MODEL_PY} lines 135-144 (expand_tile, positions_for)", ("kv_cache",)),
+    Clause(
+        "POSITIONS-OFFSET",
+        "POSITIONS",
+        "p_t = past_length + t",
+        "With past_length k, token t of the input is embedded at position k + t, never t: the "
+        "cached call equals rows k.. of the full forward of the whole sequence from past_length "
+        "0, bit for bit. past_length may be a Python int, a numpy integer (np.int64, np.int32, "
+        "np.intp) or a 0-d integer array; each acts exactly as the same int.",
+        f"{MODEL_PY} lines 141-144, 156-157 (positions_for)",
+        ("kv_cache",),
+    ),
+    Clause(
+        "POSITIONS-DECODE",
+        "POSITIONS",
+        "Token-by-token decode equals the full forward",
+        "Embedding one token at a time with past_length = t (ids a view all_ids[:, t:t+1] or a "
+        "copy) equals row t of the full forward, bit for bit.",
+        f"{MODEL_PY} lines 156-157; {SEED_EMBEDDING} (Watch-outs)",
+        ("kv_cache",),
+    ),
+    Clause(
+        "POSITIONS-CHUNKED",
+        "POSITIONS",
+        "Any chunked prefill equals the full forward",
+        "Splitting a sequence into chunks at any points and embedding each chunk with "
+        "past_length = its start gives the full forward's rows, bit for bit.",
+        f"{MODEL_PY} lines 156-157",
+        ("kv_cache",),
+    ),
+    Clause(
+        "POSITIONS-BATCH-SHARED",
+        "POSITIONS",
+        "past_length is shared by the batch",
+        "All batch rows use positions past_length + t (positions_for tiles one range over the "
+        "batch): B rows (4 and 64) of one token give B copies of that row embedded alone.",
+        f"{MODEL_PY} lines 135-144 (expand_tile, positions_for)",
+        ("kv_cache",),
+    ),
     # -- BOUNDS ----------------------------------------------------------------------
-    Clause("BOUNDS-LAST-POSITION", "BOUNDS", "Positions 0..1023 are valid, 1023 included",
-           "T = 1024 from past_length 0, and T = 1 at past_length 1023, are valid and read wpe[1023]: "
-           "changing that row moves h exactly at the last position.",
-           f"{MODEL_PY} line 152 (n_ctx = 1024 rows); {SEED_DIAGRAM}"),
-    Clause("BOUNDS-POSITION", "BOUNDS", "A position >= 1024 raises",
-           "If past_length + T > 1024 (T > 1024, or a cache that is too long), embed raises an "
-           "exception and returns nothing: no clamp, wrap, zero row or NaN.",
-           f"{MODEL_PY} line 152; {SEED_EMBEDDING} (Out-of-range positions are a user-level error)"),
-    Clause("BOUNDS-TOKEN", "BOUNDS", "A token id outside [0, 50257) raises",
-           "An id < 0 or >= 50257 anywhere in ids makes embed raise, and a valid call afterwards "
-           "answers as before; ids 0 and 50256 are valid. Among the bad ids, the sentinels real "
-           "pipelines send are each checked explicitly (see Inputs drawn), as int64 and int32, alone "
-           "and inside a valid batch, in a prefill and in a cached decode step. "
-           "(numpy and torch indexing wrap -1 to the last row; tf.gather raises InvalidArgumentError on "
-           "CPU, returns zero rows on GPU and clamps under XLA; JAX clamps or fills.)",
-           f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256); "
-           "the sentinels' sources: see SENTINEL_IDS"),
-    Clause("BOUNDS-PAST-LENGTH", "BOUNDS", "A negative or non-integer past_length raises",
-           "past_length < 0, or a past_length that is not an integer (1.5, 2.0, True), raises. Valid "
-           "forms: a Python int, a numpy integer, a 0-d integer array.",
-           f"{MODEL_PY} line 156 (past_length is a sequence length)", ("kv_cache",)),
-    Clause("BOUNDS-INPUT", "BOUNDS", "Non-integer ids and wrong rank raise",
-           "ids of a float or bool dtype raise; ids of rank other than 2 ([B, T]) raise.",
-           f"{MODEL_PY} lines 141-144 (X is [batch, sequence] of token ids)"),
-    Clause("BOUNDS-MESSAGE", "BOUNDS", "The error is clear",
-           "The error for an out-of-range position or token id is an IndexError or ValueError "
-           "whose message contains the offending value and the table size (1024 or 50257).",
-           "this suite (guide: 'a clear error that names the input and the rule')"),
+    Clause(
+        "BOUNDS-LAST-POSITION",
+        "BOUNDS",
+        "Positions 0..1023 are valid, 1023 included",
+        "T = 1024 from past_length 0, and T = 1 at past_length 1023, are valid and read wpe[1023]: "
+        "changing that row moves h exactly at the last position.",
+        f"{MODEL_PY} line 152 (n_ctx = 1024 rows); {SEED_DIAGRAM}",
+    ),
+    Clause(
+        "BOUNDS-POSITION",
+        "BOUNDS",
+        "A position >= 1024 raises",
+        "If past_length + T > 1024 (T > 1024, or a cache that is too long), embed raises an "
+        "exception and returns nothing: no clamp, wrap, zero row or NaN.",
+        f"{MODEL_PY} line 152; {SEED_EMBEDDING} (Out-of-range positions are a user-level error)",
+    ),
+    Clause(
+        "BOUNDS-TOKEN",
+        "BOUNDS",
+        "A token id outside [0, 50257) raises",
+        "An id < 0 or >= 50257 anywhere in ids makes embed raise, and a valid call afterwards "
+        "answers as before; ids 0 and 50256 are valid. Among the bad ids, the sentinels real "
+        "pipelines send are each checked explicitly (see Inputs drawn), as int64 and int32, alone "
+        "and inside a valid batch, in a prefill and in a cached decode step. "
+        "(numpy and torch indexing wrap -1 to the last row; tf.gather raises InvalidArgumentError on "
+        "CPU, returns zero rows on GPU and clamps under XLA; JAX clamps or fills.)",
+        f"{MODEL_PY} line 154 (n_vocab rows); shared/gpt2-reference/encoder.json (ids 0..50256); "
+        "the sentinels' sources: see SENTINEL_IDS",
+    ),
+    Clause(
+        "BOUNDS-PAST-LENGTH",
+        "BOUNDS",
+        "A negative or non-integer past_length raises",
+        "past_length < 0, or a past_length that is not an integer (1.5, 2.0, True), raises. Valid "
+        "forms: a Python int, a numpy integer, a 0-d integer array.",
+        f"{MODEL_PY} line 156 (past_length is a sequence length)",
+        ("kv_cache",),
+    ),
+    Clause(
+        "BOUNDS-INPUT",
+        "BOUNDS",
+        "Non-integer ids and wrong rank raise",
+        "ids of a float or bool dtype raise; ids of rank other than 2 ([B, T]) raise.",
+        f"{MODEL_PY} lines 141-144 (X is [batch, sequence] of token ids)",
+    ),
+    Clause(
+        "BOUNDS-MESSAGE",
+        "BOUNDS",
+        "The error is clear",
+        "The error for an out-of-range position or token id is an IndexError or ValueError "
+        "whose message contains the offending value and the table size (1024 or 50257).",
+        "this suite (guide: 'a clear error that names the input and the rule')",
+    ),
     # -- INIT ------------------------------------------------------------------------
-    Clause("INIT-WTE", "INIT", "wte ~ N(0, 0.02^2), plain normal",
-           "After the implementation's own initialisation, wte's mean is 0, its std 0.02, and "
-           "its values follow a normal (not truncated, not uniform) distribution. Tests: mean "
-           "z-test, variance test, Kolmogorov-Smirnov against N(0, 0.02^2), and the mass beyond "
-           "3 std; each at false-alarm rate 2.5e-7, 1e-6 for the clause.",
-           f"{MODEL_PY} lines 154-155 (random_normal_initializer(stddev=0.02))", ("init",)),
-    Clause("INIT-WPE", "INIT", "wpe ~ N(0, 0.01^2), plain normal",
-           "As INIT-WTE for wpe with std 0.01 (half of wte's).",
-           f"{MODEL_PY} lines 152-153 (random_normal_initializer(stddev=0.01)); {SEED_EMBEDDING}",
-           ("init",)),
-    Clause("INIT-DISTINCT", "INIT", "Tables are not zero and not copies",
-           "After initialisation neither table is all zero, no two rows of a table are equal, wpe "
-           "is not (a multiple of) wte's first 1024 rows, and two seeds give different tables.",
-           f"{MODEL_PY} lines 152-155", ("init",)),
+    Clause(
+        "INIT-WTE",
+        "INIT",
+        "wte ~ N(0, 0.02^2), plain normal",
+        "After the implementation's own initialisation, wte's mean is 0, its std 0.02, and "
+        "its values follow a normal (not truncated, not uniform) distribution. Tests: mean "
+        "z-test, variance test, Kolmogorov-Smirnov against N(0, 0.02^2), and the mass beyond "
+        "3 std; each at false-alarm rate 2.5e-7, 1e-6 for the clause.",
+        f"{MODEL_PY} lines 154-155 (random_normal_initializer(stddev=0.02))",
+        ("init",),
+    ),
+    Clause(
+        "INIT-WPE",
+        "INIT",
+        "wpe ~ N(0, 0.01^2), plain normal",
+        "As INIT-WTE for wpe with std 0.01 (half of wte's).",
+        f"{MODEL_PY} lines 152-153 (random_normal_initializer(stddev=0.01)); {SEED_EMBEDDING}",
+        ("init",),
+    ),
+    Clause(
+        "INIT-DISTINCT",
+        "INIT",
+        "Tables are not zero and not copies",
+        "After initialisation neither table is all zero, no two rows of a table are equal, wpe "
+        "is not (a multiple of) wte's first 1024 rows, and two seeds give different tables.",
+        f"{MODEL_PY} lines 152-155",
+        ("init",),
+    ),
     # -- TIED ------------------------------------------------------------------------
-    Clause("TIED-LOGITS", "TIED", "The head is h_final @ wte^T: no bias, no scale, no other matrix",
-           "logits equal h_final @ wte^T within the bound of a matmul whose inputs were rounded to "
-           "bfloat16 and accumulated in float32, (2u + u^2 + gamma_d(float32)(1 + u)^2) * (|h| @ "
-           "|wte|^T), u = 2^-8: reduced-precision matmuls (TF32, bfloat16) pass, another matrix, a "
-           "scale or a bias do not. Float32 accuracy is TIED-LOGITS-FLOAT32's.",
-           f"{MODEL_PY} lines 170-171 (tf.matmul(h_flat, wte, transpose_b=True))", ("tied_head",)),
-    Clause("TIED-LOGITS-FLOAT32", "TIED", "The head is float32-accurate",
-           "logits equal h_final @ wte^T within gamma_d(float32) * (|h| @ |wte|^T), the bound for "
-           "any float32 summation order (Higham eq. 3.5). A GPU run whose float32 matmuls use TF32 "
-           "fails here (and may waive it); the message names the input precision the errors fit.",
-           f"{MODEL_PY} lines 170-171; this suite (numerics.py derivation)", ("tied_head",)),
-    Clause("TIED-STORAGE", "TIED", "The head is wte itself",
-           "Writing wte[i] in place changes logit column i to h @ wte[i]: the head reads the same "
-           "storage, it holds no copy.",
-           f"{MODEL_PY} line 171; {SEED_DIAGRAM} (0 new parameters)", ("tied_head", "mutable_tables")),
-    Clause("TIED-GRAD", "TIED", "dL/dwte carries the gather and the projection role",
-           "For L = <G_h, h> + <G_l, h @ wte^T>, dL/dwte = scatter(G_h + G_l @ wte, X) + G_l^T h "
-           "(h the implementation's own) and dL/dwpe = the batch sum of G_h + G_l @ wte at each "
-           "position, within the float32 accumulation bound gamma_K, K = V + 2BT + 2.",
-           f"{MODEL_PY} lines 157, 171 (wte used twice); {SEED_WTE}", ("tied_head", "gradients")),
-    Clause("TIED-NO-BIAS", "TIED", "No output bias",
-           "logits(0) is exactly 0: the head adds no bias.",
-           f"{MODEL_PY} line 171", ("tied_head",)),
+    Clause(
+        "TIED-LOGITS",
+        "TIED",
+        "The head is h_final @ wte^T: no bias, no scale, no other matrix",
+        "logits equal h_final @ wte^T within the bound of a matmul whose inputs were rounded to "
+        "bfloat16 and accumulated in float32, (2u + u^2 + gamma_d(float32)(1 + u)^2) * (|h| @ "
+        "|wte|^T), u = 2^-8: reduced-precision matmuls (TF32, bfloat16) pass, another matrix, a "
+        "scale or a bias do not. Float32 accuracy is TIED-LOGITS-FLOAT32's.",
+        f"{MODEL_PY} lines 170-171 (tf.matmul(h_flat, wte, transpose_b=True))",
+        ("tied_head",),
+    ),
+    Clause(
+        "TIED-LOGITS-FLOAT32",
+        "TIED",
+        "The head is float32-accurate",
+        "logits equal h_final @ wte^T within gamma_d(float32) * (|h| @ |wte|^T), the bound for "
+        "any float32 summation order (Higham eq. 3.5). A GPU run whose float32 matmuls use TF32 "
+        "fails here (and may waive it); the message names the input precision the errors fit.",
+        f"{MODEL_PY} lines 170-171; this suite (numerics.py derivation)",
+        ("tied_head",),
+    ),
+    Clause(
+        "TIED-STORAGE",
+        "TIED",
+        "The head is wte itself",
+        "Writing wte[i] in place changes logit column i to h @ wte[i]: the head reads the same "
+        "storage, it holds no copy.",
+        f"{MODEL_PY} line 171; {SEED_DIAGRAM} (0 new parameters)",
+        ("tied_head", "mutable_tables"),
+    ),
+    Clause(
+        "TIED-GRAD",
+        "TIED",
+        "dL/dwte carries the gather and the projection role",
+        "For L = <G_h, h> + <G_l, h @ wte^T>, dL/dwte = scatter(G_h + G_l @ wte, X) + G_l^T h "
+        "(h the implementation's own) and dL/dwpe = the batch sum of G_h + G_l @ wte at each "
+        "position, within the float32 accumulation bound gamma_K, K = V + 2BT + 2.",
+        f"{MODEL_PY} lines 157, 171 (wte used twice); {SEED_WTE}",
+        ("tied_head", "gradients"),
+    ),
+    Clause(
+        "TIED-NO-BIAS",
+        "TIED",
+        "No output bias",
+        "logits(0) is exactly 0: the head adds no bias.",
+        f"{MODEL_PY} line 171",
+        ("tied_head",),
+    ),
     # -- DTYPE -----------------------------------------------------------------------
-    Clause("DTYPE-FLOAT32-ROUNDTRIP", "DTYPE", "float32 tables round-trip bit for bit",
-           "Tables loaded in float32 read back bit for bit, and h is float32.",
-           "this suite (prerequisite for LOOKUP-EXACT)"),
-    Clause("DTYPE-FLOAT16", "DTYPE", "float16 within 1 ulp; head within its derived bound",
-           "Tables are stored rounded to float16 (nearest-even); h is within 1 float16 ulp (plus "
-           "float32 rounding) of the implementation's own float32 h on the stored tables; logits "
-           "are within u16 * |logits| + 2 gamma_d(float32) * (|h| @ |wte|^T) of its own float32 "
-           "logits (the formula is LOOKUP-EXACT's and TIED's).",
-           "this suite (numerics.py derivation)", ("dtype:float16",)),
-    Clause("DTYPE-BFLOAT16", "DTYPE", "bfloat16 within 1 ulp; head within its derived bound",
-           "As DTYPE-FLOAT16 with bfloat16 (u = 2^-8).",
-           "this suite (numerics.py derivation)", ("dtype:bfloat16",)),
+    Clause(
+        "DTYPE-FLOAT32-ROUNDTRIP",
+        "DTYPE",
+        "float32 tables round-trip bit for bit",
+        "Tables loaded in float32 read back bit for bit, and h is float32.",
+        "this suite (prerequisite for LOOKUP-EXACT)",
+    ),
+    Clause(
+        "DTYPE-FLOAT16",
+        "DTYPE",
+        "float16 within 1 ulp; head within its derived bound",
+        "Tables are stored rounded to float16 (nearest-even); h is within 1 float16 ulp (plus "
+        "float32 rounding) of the implementation's own float32 h on the stored tables; logits "
+        "are within u16 * |logits| + 2 gamma_d(float32) * (|h| @ |wte|^T) of its own float32 "
+        "logits (the formula is LOOKUP-EXACT's and TIED's).",
+        "this suite (numerics.py derivation)",
+        ("dtype:float16",),
+    ),
+    Clause(
+        "DTYPE-BFLOAT16",
+        "DTYPE",
+        "bfloat16 within 1 ulp; head within its derived bound",
+        "As DTYPE-FLOAT16 with bfloat16 (u = 2^-8).",
+        "this suite (numerics.py derivation)",
+        ("dtype:bfloat16",),
+    ),
     # -- GOLDEN ----------------------------------------------------------------------
     # The golden tables: with --checkpoint, that checkpoint's wte and wpe; without, the
     # shipped real 124M wpe and a wte holding every known real value (fixtures/, derived
     # by fixtures/derive.py; unknown elements are a seeded stand-in, never compared).
-    Clause("GOLDEN-TABLES-ROUNDTRIP", "GOLDEN", "The golden tables round-trip bit for bit",
-           "The golden tables loaded in float32 read back from tables() bit for bit. Shipped data: "
-           "the real wpe (sha256 29c69587...be772, TF masked crc32c 718256369) and every known real "
-           "wte value.",
-           f"{PROVENANCE} (gpt2_wpe_float32_littleendian.bin, checks 1-2); fixtures/MANIFEST.json"),
-    Clause("GOLDEN-WPE-ROWS", "GOLDEN", "embed reads the real wpe rows, cached offsets included",
-           "With wte zero and the golden wpe loaded, embedding the ids of 'Software is changing how "
-           "we' [25423, 318, 5609, 703, 356] at past_length 0, 1, 511 and 1019 returns the real GPT-2 "
-           "wpe rows past_length + t bit for bit (the last is row 1023), and agrees with every value "
-           "independent sources printed at that value's printed precision.",
-           f"{PROVENANCE} (wpe checks 3-5; tokenizer check); shared/gpt2-reference/values.json (wpe)"),
-    Clause("GOLDEN-H", "GOLDEN", "h for the golden sequences equals the golden vectors",
-           "For ids whose wte values are known ([0, 1, 2, 3, 4], [50254, 50255, 50256], [40, 779, "
-           "3644], [50256]) at past_length 0, 1, 511 and 1024 - T, each h element whose wte value is "
-           "known equals the golden value computed from real values only: bit for bit where wte is "
-           "known exactly, else within the printed precision plus float32 rounding.",
-           f"{PROVENANCE} (wte, h); shared/gpt2-reference/values.json (wte, embedding_outputs_h); "
-           "fixtures/derive.py (golden_h)"),
-    Clause("GOLDEN-DECODE", "GOLDEN", "Cached decode at each golden offset equals the full forward",
-           "With the golden tables, embedding each golden sequence one token at a time with "
-           "past_length = offset + t equals row t of the full forward at that offset, bit for bit, "
-           "for every golden offset (up to position 1023; the forward's values are GOLDEN-H's).",
-           f"{MODEL_PY} lines 156-157; {PROVENANCE}", ("kv_cache",)),
-    Clause("GOLDEN-LOGITS", "GOLDEN", "Tied logits for real h vectors match float64",
-           "logits(h) for h = the golden sequences' embedding and the real wpe rows 0, 1, 2, 1022, "
-           "1023 is within TIED-LOGITS' structural bound of the float64 h @ wte^T of the golden "
-           "wte (float32 accuracy is TIED-LOGITS-FLOAT32's).",
-           f"{MODEL_PY} lines 170-171; {PROVENANCE}", ("tied_head",)),
+    Clause(
+        "GOLDEN-TABLES-ROUNDTRIP",
+        "GOLDEN",
+        "The golden tables round-trip bit for bit",
+        "The golden tables loaded in float32 read back from tables() bit for bit. Shipped data: "
+        "the real wpe (sha256 29c69587...be772, TF masked crc32c 718256369) and every known real "
+        "wte value.",
+        f"{PROVENANCE} (gpt2_wpe_float32_littleendian.bin, checks 1-2); fixtures/MANIFEST.json",
+    ),
+    Clause(
+        "GOLDEN-WPE-ROWS",
+        "GOLDEN",
+        "embed reads the real wpe rows, cached offsets included",
+        "With wte zero and the golden wpe loaded, embedding the ids of 'Software is changing how "
+        "we' [25423, 318, 5609, 703, 356] at past_length 0, 1, 511 and 1019 returns the real GPT-2 "
+        "wpe rows past_length + t bit for bit (the last is row 1023), and agrees with every value "
+        "independent sources printed at that value's printed precision.",
+        f"{PROVENANCE} (wpe checks 3-5; tokenizer check); shared/gpt2-reference/values.json (wpe)",
+    ),
+    Clause(
+        "GOLDEN-H",
+        "GOLDEN",
+        "h for the golden sequences equals the golden vectors",
+        "For ids whose wte values are known ([0, 1, 2, 3, 4], [50254, 50255, 50256], [40, 779, "
+        "3644], [50256]) at past_length 0, 1, 511 and 1024 - T, each h element whose wte value is "
+        "known equals the golden value computed from real values only: bit for bit where wte is "
+        "known exactly, else within the printed precision plus float32 rounding.",
+        f"{PROVENANCE} (wte, h); shared/gpt2-reference/values.json (wte, embedding_outputs_h); "
+        "fixtures/derive.py (golden_h)",
+    ),
+    Clause(
+        "GOLDEN-DECODE",
+        "GOLDEN",
+        "Cached decode at each golden offset equals the full forward",
+        "With the golden tables, embedding each golden sequence one token at a time with "
+        "past_length = offset + t equals row t of the full forward at that offset, bit for bit, "
+        "for every golden offset (up to position 1023; the forward's values are GOLDEN-H's).",
+        f"{MODEL_PY} lines 156-157; {PROVENANCE}",
+        ("kv_cache",),
+    ),
+    Clause(
+        "GOLDEN-LOGITS",
+        "GOLDEN",
+        "Tied logits for real h vectors match float64",
+        "logits(h) for h = the golden sequences' embedding and the real wpe rows 0, 1, 2, 1022, "
+        "1023 is within TIED-LOGITS' structural bound of the float64 h @ wte^T of the golden "
+        "wte (float32 accuracy is TIED-LOGITS-FLOAT32's).",
+        f"{MODEL_PY} lines 170-171; {PROVENANCE}",
+        ("tied_head",),
+    ),
     # -- STATE -----------------------------------------------------------------------
-    Clause("STATE-UPDATES-SEEN", "STATE", "A table update is seen by every later call",
-           "After assign_wte_row(i, v), every later embed reads the new row i wherever ids hold i "
-           "(ids embedded before the update included, in a prefill and in a cached decode step), and "
-           "the later gradients use it; after load_tables(wte', wpe'), every later embed, logits and "
-           "gradients answers as an adapter freshly loaded with wte', wpe' (bit for bit for h, within "
-           "the structural bound for logits and gradients). No cache of gathered rows, of h or of a "
-           "converted head outlives the tables it was made from. (The head after assign_wte_row is "
-           "TIED-STORAGE's.)",
-           f"{SEED_LEARNED}; {MODEL_PY} lines 154-157, 171 (wte read by every call)"),
-    Clause("STATE-NO-SIDE-EFFECTS", "STATE", "Calls are pure reads: inputs untouched, outputs kept",
-           "embed, logits and gradients never write into an array they are given (ids in every layout, "
-           "h_final, the cotangents), never change an array they returned earlier (no reused output "
-           "buffer: every h, logits and gradient returned stays as it was returned, after any later "
-           "call), and never change the tables (tables() reads the same before and after). "
-           "load_tables copies its arguments: a later assign_wte_row leaves the caller's arrays as they "
-           "were. The suite keeps a private copy of every array it passes and every array it is given "
-           "and compares after each later call.",
-           f"{MODEL_PY} lines 141-157 (the embedding is a pure function of X, past and the tables); "
-           "the adapter protocol (load_tables: 'Must copy')"),
+    Clause(
+        "STATE-UPDATES-SEEN",
+        "STATE",
+        "A table update is seen by every later call",
+        "After assign_wte_row(i, v), every later embed reads the new row i wherever ids hold i "
+        "(ids embedded before the update included, in a prefill and in a cached decode step), and "
+        "the later gradients use it; after load_tables(wte', wpe'), every later embed, logits and "
+        "gradients answers as an adapter freshly loaded with wte', wpe' (bit for bit for h, within "
+        "the structural bound for logits and gradients). No cache of gathered rows, of h or of a "
+        "converted head outlives the tables it was made from. (The head after assign_wte_row is "
+        "TIED-STORAGE's.)",
+        f"{SEED_LEARNED}; {MODEL_PY} lines 154-157, 171 (wte read by every call)",
+    ),
+    Clause(
+        "STATE-NO-SIDE-EFFECTS",
+        "STATE",
+        "Calls are pure reads: inputs untouched, outputs kept",
+        "embed, logits and gradients never write into an array they are given (ids in every layout, "
+        "h_final, the cotangents), never change an array they returned earlier (no reused output "
+        "buffer: every h, logits and gradient returned stays as it was returned, after any later "
+        "call), and never change the tables (tables() reads the same before and after). "
+        "load_tables copies its arguments: a later assign_wte_row leaves the caller's arrays as they "
+        "were. The suite keeps a private copy of every array it passes and every array it is given "
+        "and compares after each later call.",
+        f"{MODEL_PY} lines 141-157 (the embedding is a pure function of X, past and the tables); "
+        "the adapter protocol (load_tables: 'Must copy')",
+    ),
 )
 
 BY_ID = {c.id: c for c in CLAUSES}
@@ -260,16 +436,27 @@ def clause(clause_id: str) -> Clause:
 
 # The ids data pipelines put into id tensors as markers: (name, values, source). Each must raise.
 SENTINEL_IDS = (
-    ("-100", (-100,), "torch.nn.CrossEntropyLoss ignore_index default and Hugging Face's label padding "
-     "(DataCollatorForSeq2Seq label_pad_token_id), which shared collators leak into input_ids"),
+    (
+        "-100",
+        (-100,),
+        "torch.nn.CrossEntropyLoss ignore_index default and Hugging Face's label padding "
+        "(DataCollatorForSeq2Seq label_pad_token_id), which shared collators leak into input_ids",
+    ),
     ("-1", (-1,), "padding in many loaders; torch.nn.Embedding(padding_idx=-1) counts it from the end"),
-    ("50257..50303", tuple(range(50257, 50304)), "the padded-vocabulary rows: karpathy/nanoGPT model.py "
-     "GPTConfig vocab_size = 50304 ('padded up to nearest multiple of 64'), vLLM "
-     "vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64"),
+    (
+        "50257..50303",
+        tuple(range(50257, 50304)),
+        "the padded-vocabulary rows: karpathy/nanoGPT model.py "
+        "GPTConfig vocab_size = 50304 ('padded up to nearest multiple of 64'), vLLM "
+        "vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE = 64",
+    ),
     ("2^31 - 1", (2**31 - 1,), "int32's largest value, a C extension's 'no id' marker"),
     ("-2^31", (-(2**31),), "int32's smallest value; abs() of it overflows back to itself"),
-    ("2^32 + k", (2**32, 2**32 + 5, 2**32 + 50256), "int64 ids that wrap to the valid ids 0, 5 and 50256 "
-     "when narrowed to int32 unchecked (JAX without x64)"),
+    (
+        "2^32 + k",
+        (2**32, 2**32 + 5, 2**32 + 50256),
+        "int64 ids that wrap to the valid ids 0, 5 and 50256 when narrowed to int32 unchecked (JAX without x64)",
+    ),
 )
 
 # What a PASS covers: the inputs the suite's strategies draw (conformance/runtime/strategies.py)
@@ -283,8 +470,9 @@ DRAWN_INPUTS = (
     "Token ids: 0, 1, 2, 255, 256, 32767, 32768, 50255, 50256 and uniform draws; bad ids -1, -2, "
     "50257, 50258, -50257, 65536, 2^31 - 1, -2^31, 2^32, 2^32 + 5 and draws beyond each end.",
     "Sentinel ids, each an explicit BOUNDS-TOKEN case (not left to the draws), as int64 and int32 where "
-    "the dtype holds it, alone and inside a valid batch, in a prefill and in a cached decode step: " +
-    "; ".join(f"{name} ({why})" for name, _, why in SENTINEL_IDS) + ".",
+    "the dtype holds it, alone and inside a valid batch, in a prefill and in a cached decode step: "
+    + "; ".join(f"{name} ({why})" for name, _, why in SENTINEL_IDS)
+    + ".",
     "ids as int64 or int32, in these memory layouts: C order, Fortran order, a column view "
     "(all_ids[:, -T:]), every other column (stride 2), reversed views (negative strides), read-only.",
     "past_length as a Python int, numpy.int64, numpy.int32, numpy.intp and 0-d int64/int32 arrays.",

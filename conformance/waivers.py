@@ -44,8 +44,10 @@ def load(path: str) -> list[Waiver]:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except OSError as exc:
-        raise WaiverFileError(f"waiver file {path}: cannot be read ({exc.strerror or exc}); "
-                              "give the path of a TOML file of [[waiver]] tables") from None
+        raise WaiverFileError(
+            f"waiver file {path}: cannot be read ({exc.strerror or exc}); "
+            "give the path of a TOML file of [[waiver]] tables"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise WaiverFileError(f"waiver file {path}: not valid TOML ({exc})") from None
     _known_keys(f"waiver file {path}", data, FILE_KEYS)
@@ -79,8 +81,13 @@ def _known_keys(where: str, table: dict, known: tuple[str, ...]) -> None:
         tables = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
         shown = f"[[{key}]]" if tables else f"[{key}]" if isinstance(value, dict) else f"key {key!r}"
         close = difflib.get_close_matches(key, known, n=1)
-        hint = "" if not close else f"; did you mean [[{close[0]}]]?" if close[0] == "waiver" else \
-            f"; did you mean {close[0]!r}?"
+        hint = (
+            ""
+            if not close
+            else f"; did you mean [[{close[0]}]]?"
+            if close[0] == "waiver"
+            else f"; did you mean {close[0]!r}?"
+        )
         raise WaiverFileError(f"{where}: unknown {shown} ({RULE}){hint}")
 
 

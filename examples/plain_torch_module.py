@@ -93,6 +93,9 @@ class Adapter(protocol.Adapter):
         params = [self.model.wte.weight, self.model.wpe.weight]
         with torch.enable_grad():
             h = self.model(*self._torch_inputs(ids, past_length))
-            grads = torch.autograd.grad([h, self.model.head(h)], params,
-                                        grad_outputs=[torch.as_tensor(cotangent_h), torch.as_tensor(cotangent_logits)])
+            grads = torch.autograd.grad(
+                [h, self.model.head(h)],
+                params,
+                grad_outputs=[torch.as_tensor(cotangent_h), torch.as_tensor(cotangent_logits)],
+            )
         return tuple(g.numpy() for g in grads)

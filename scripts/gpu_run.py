@@ -21,10 +21,34 @@ import re
 import sys
 
 # the distributions whose versions decide a GPU run; read from installed metadata, nothing imported
-WATCHED = ("gpt2-conformance", "numpy", "pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "pytest-benchmark",
-           "torch", "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin", "tensorflow", "transformers",
-           "huggingface-hub", "tokenizers", "safetensors", "onnx", "onnxruntime", "onnxruntime-gpu", "onnxscript",
-           "keras", "keras-hub", "transformer-lens", "mlx", "matplotlib")
+WATCHED = (
+    "gpt2-conformance",
+    "numpy",
+    "pytest",
+    "pytest-timeout",
+    "pytest-xdist",
+    "hypothesis",
+    "pytest-benchmark",
+    "torch",
+    "jax",
+    "jaxlib",
+    "jax-cuda13-plugin",
+    "jax-cuda12-plugin",
+    "tensorflow",
+    "transformers",
+    "huggingface-hub",
+    "tokenizers",
+    "safetensors",
+    "onnx",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "onnxscript",
+    "keras",
+    "keras-hub",
+    "transformer-lens",
+    "mlx",
+    "matplotlib",
+)
 
 
 def interpreter(wheels: str) -> int:
@@ -48,16 +72,21 @@ def interpreter(wheels: str) -> int:
         except ImportError:
             Requirement = SpecifierSet = None
     me = f"{sys.executable} (Python {sys.version.split()[0]})"
-    fix = ("set PYTHON to an interpreter that has them, e.g. PYTHON=/path/to/venv/bin/python "
-           "scripts/offline-gpu-run.sh WHEELS_DIR OUT_DIR")
+    fix = (
+        "set PYTHON to an interpreter that has them, e.g. PYTHON=/path/to/venv/bin/python "
+        "scripts/offline-gpu-run.sh WHEELS_DIR OUT_DIR"
+    )
     if Requirement is None:
         print(f"offline-gpu-run: {me} has no pip, which installs the wheels: {fix}", file=sys.stderr)
         return 2
     wheels_here = sorted(glob.glob(os.path.join(wheels, "*.whl")))
     project = [w for w in wheels_here if os.path.basename(w).startswith("gpt2_conformance-")]
     if len(project) != 1:
-        print(f"offline-gpu-run: {wheels} holds {len(project)} gpt2_conformance wheels, not one "
-              "(scripts/prepare-gpu-wheels.sh makes the folder)", file=sys.stderr)
+        print(
+            f"offline-gpu-run: {wheels} holds {len(project)} gpt2_conformance wheels, not one "
+            "(scripts/prepare-gpu-wheels.sh makes the folder)",
+            file=sys.stderr,
+        )
         return 2
     with zipfile.ZipFile(project[0]) as z:
         name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
@@ -85,8 +114,7 @@ def interpreter(wheels: str) -> int:
         if req.specifier and have not in req.specifier:
             lacking.append(f"{req.name} {have} (needs {req.specifier})")
     if lacking:
-        print(f"offline-gpu-run: {me} lacks what gpt2-conformance needs: {', '.join(lacking)}; {fix}",
-              file=sys.stderr)
+        print(f"offline-gpu-run: {me} lacks what gpt2-conformance needs: {', '.join(lacking)}; {fix}", file=sys.stderr)
         return 2
     print(f"python {me}: has every requirement of {os.path.basename(project[0])}")
     return 0
@@ -98,8 +126,11 @@ def where(site: str) -> int:
     path = os.path.realpath(gpt2_conformance.__file__)
     print(f"gpt2_conformance {path}")
     if not path.startswith(os.path.realpath(site) + os.sep):
-        print(f"error: the gpt2_conformance imported is not the one just installed in {site} "
-              "(another copy shadows it on sys.path)", file=sys.stderr)
+        print(
+            f"error: the gpt2_conformance imported is not the one just installed in {site} "
+            "(another copy shadows it on sys.path)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -150,8 +181,10 @@ def probe(device: str, name: str) -> int:
         dev = cpu
     elif device not in devices:
         dev = "skip"
-        reasons.append(f"{device}: the adapter claims devices {', '.join(devices) or 'none'} only "
-                       f"({getattr(factory, '__name__', factory)}.capabilities)")
+        reasons.append(
+            f"{device}: the adapter claims devices {', '.join(devices) or 'none'} only "
+            f"({getattr(factory, '__name__', factory)}.capabilities)"
+        )
     else:
         check = getattr(factory, "device_available", None)
         ok, why = check(device) if check else (False, "the adapter has no device_available check")
@@ -179,8 +212,11 @@ def facts(out_dir: str, device: str) -> int:
     path = os.path.join(out_dir, "merged", "merged.json")
     lines = [f"# GPU facts of this run (device {device})", ""]
     if device != "gpu":
-        lines += [f"This run used `--device {device}`: a check of the script's own steps, **not a GPU run**. "
-                  "Every fact below is about GPU columns, so none is shown here.", ""]
+        lines += [
+            f"This run used `--device {device}`: a check of the script's own steps, **not a GPU run**. "
+            "Every fact below is about GPU columns, so none is shown here.",
+            "",
+        ]
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -194,44 +230,69 @@ def facts(out_dir: str, device: str) -> int:
         with open(os.path.join(out_dir, "plan.tsv"), encoding="utf-8") as f:
             plan = [ln.rstrip("\n").split("\t") for ln in f][1:]
         lines += [f"Not run on {device} (plan.tsv):", ""]
-        lines += [f"- {row[0]}: {row[3] if len(row) > 3 else ''}" for row in plan if len(row) > 2 and row[2] != "run"] \
-            or ["- none"]
+        lines += [
+            f"- {row[0]}: {row[3] if len(row) > 3 else ''}" for row in plan if len(row) > 2 and row[2] != "run"
+        ] or ["- none"]
         lines.append("")
     except OSError:
         pass
 
     lines += ["## 1. float32 h bit-identical between CPU and GPU (merge exits 1 if not)", ""]
     problems = doc.get("parity", {}).get("problems", [])
-    lines += [f"- parity problem: {p}" for p in problems] or \
-             ["- no parity problem: every backend's float32 h digests agree across its columns"
-              + ("" if device != "cpu" else " (only CPU columns here)")]
+    lines += [f"- parity problem: {p}" for p in problems] or [
+        "- no parity problem: every backend's float32 h digests agree across its columns"
+        + ("" if device != "cpu" else " (only CPU columns here)")
+    ]
     lines += ["", "## 2. TIED-LOGITS-FLOAT32 on the GPU (JAX's default matmul precision: TF32 or not)", ""]
     for label in gpu:
         cell = _cell(doc, "TIED-LOGITS-FLOAT32", label)
         tf32 = " (the errors fit TF32 inputs)" if "TF32" in cell.get("message", "") else ""
         lines.append(f"- {label}: {cell.get('status', 'absent')}{tf32}: {cell.get('message', '')[:300]}")
-    lines += ["", "The built-in jax backend asks for precision=HIGHEST in its head (backends/jax/model.py), so its "
-              "column tests full float32, not JAX's default; the default shows only in an implementation that keeps "
-              "it (keras-hub-jax, where installed)."]
-    lines += ["", "## 3. A CUDA device-side assert costs its clause only", "",
-              "Clauses whose message on a GPU column mentions a CUDA error (more than one BOUNDS clause per "
-              "column would mean a poisoned CUDA context leaked into later tests):", ""]
-    cuda = [(label, c["id"], c["cells"][label].get("message", "")) for c in doc.get("clauses", []) for label in gpu
-            if any(s in c["cells"].get(label, {}).get("message", "") for s in ("CUDA", "device-side", "cudaError"))]
+    lines += [
+        "",
+        "The built-in jax backend asks for precision=HIGHEST in its head (backends/jax/model.py), so its "
+        "column tests full float32, not JAX's default; the default shows only in an implementation that keeps "
+        "it (keras-hub-jax, where installed).",
+    ]
+    lines += [
+        "",
+        "## 3. A CUDA device-side assert costs its clause only",
+        "",
+        "Clauses whose message on a GPU column mentions a CUDA error (more than one BOUNDS clause per "
+        "column would mean a poisoned CUDA context leaked into later tests):",
+        "",
+    ]
+    cuda = [
+        (label, c["id"], c["cells"][label].get("message", ""))
+        for c in doc.get("clauses", [])
+        for label in gpu
+        if any(s in c["cells"].get(label, {}).get("message", "") for s in ("CUDA", "device-side", "cudaError"))
+    ]
     lines += [f"- {label}: {cid}: {msg[:200]}" for label, cid, msg in cuda] or ["- none"]
-    lines += ["", "## 4. Bench rows and their limits", "",
-              "(the bench's limit is a host stream: a GPU row has no % of the limit, only its GB/s)", ""]
+    lines += [
+        "",
+        "## 4. Bench rows and their limits",
+        "",
+        "(the bench's limit is a host stream: a GPU row has no % of the limit, only its GB/s)",
+        "",
+    ]
     rows = [r for r in doc.get("bench", []) if r.get("device") == device]
     over = [r for r in rows if r.get("model_error") or (r.get("pct_of_limit") or 0) > 100]
     lines += [f"- {len(rows)} bench rows on {device}; {len(over)} above their limit"]
     lines += [f"  - over: {r['name']}: {r.get('model_error') or r.get('pct_of_limit')}" for r in over]
     prefill = [r for r in rows if str(r.get("group", "")).startswith("forward_prefill")]
     if prefill:
-        lines += ["", "| backend | mode | shape | GB/s | limit GB/s | % of limit | limit |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| backend | mode | shape | GB/s | limit GB/s | % of limit | limit |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in prefill:
             gbps, lim, pct = r.get("gbps"), r.get("limit_gbps"), r.get("pct_of_limit")
-            lines.append(f"| {r['backend']} | {r.get('mode', '')} | {r['group'].split(' ', 1)[-1]} | "
-                         f"{_num(gbps)} | {_num(lim)} | {_num(pct)} | {r.get('limit_kind', '')} |")
+            lines.append(
+                f"| {r['backend']} | {r.get('mode', '')} | {r['group'].split(' ', 1)[-1]} | "
+                f"{_num(gbps)} | {_num(lim)} | {_num(pct)} | {r.get('limit_kind', '')} |"
+            )
     _write(out_dir, lines)
     print("\n".join(lines))
     return 0
@@ -247,8 +308,14 @@ def _write(out_dir: str, lines: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"interpreter": (interpreter, 1), "where": (where, 1), "versions": (versions, 0),
-                "backends": (backends, 0), "probe": (probe, 2), "facts": (facts, 2)}
+    commands = {
+        "interpreter": (interpreter, 1),
+        "where": (where, 1),
+        "versions": (versions, 0),
+        "backends": (backends, 0),
+        "probe": (probe, 2),
+        "facts": (facts, 2),
+    }
     if not argv or argv[0] not in commands or len(argv) - 1 != commands[argv[0]][1]:
         print(__doc__, file=sys.stderr)
         return 2

@@ -37,8 +37,12 @@ def pytest_configure(config):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--slow", action="store_true", default=False,
-                     help="also run the slow tier (tests marked slow); CI runs both tiers")
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        default=False,
+        help="also run the slow tier (tests marked slow); CI runs both tiers",
+    )
 
 
 # With --slow, the longest runs start first (the third-party suites take 1-3 minutes each, the

@@ -14,17 +14,15 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-from gpt2_conformance.backends.jax import model  # noqa: E402
-from gpt2_conformance.backends.jax.adapter import JaxAdapter  # noqa: E402
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
 from gpt2_conformance.api.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
+from gpt2_conformance.backends.jax import model  # noqa: E402
+from gpt2_conformance.backends.jax.adapter import JaxAdapter  # noqa: E402
 from gpt2_conformance.results import PASS  # noqa: E402
 from gpt2_conformance.run.runner import run_in_process  # noqa: E402
 from gpt2_conformance.spec import CLAUSES  # noqa: E402
-
 from helpers.mutants_jax import CheckifyErrorDropped, Int64Wraps  # noqa: E402
-
 
 # -- the suite --------------------------------------------------------------------------
 
@@ -47,8 +45,9 @@ D = 8  # small tables keep these fast: the functions do not depend on d
 def _adapter(cls=JaxAdapter, dtype="float32"):
     adapter = cls(AdapterConfig(n_embd=D, dtype=dtype))
     rng = np.random.default_rng(0)
-    adapter.load_tables(rng.standard_normal((gpt2.N_VOCAB, D), dtype=np.float32),
-                        rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32))
+    adapter.load_tables(
+        rng.standard_normal((gpt2.N_VOCAB, D), dtype=np.float32), rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32)
+    )
     return adapter
 
 
@@ -113,9 +112,11 @@ def test_one_compilation_per_power_of_two_of_tokens(dtype):
         ids = rng.integers(0, gpt2.N_VOCAB, shape, dtype=np.int32)
         h = adapter.embed(ids, past)
         # the float32 sum of two tables' entries, rounded once to the storage dtype (exact for float32)
-        expected = np.asarray(jnp.asarray(wte[ids] + wpe[past:past + shape[1]]).astype(dtype), np.float32)
+        expected = np.asarray(jnp.asarray(wte[ids] + wpe[past : past + shape[1]]).astype(dtype), np.float32)
         assert h.shape == (*shape, D)
-        assert np.array_equal(h, expected), f"embed(ids.shape={shape}, past_length={past}) differs from wte[ids] + wpe[past + t]"
+        assert np.array_equal(h, expected), (
+            f"embed(ids.shape={shape}, past_length={past}) differs from wte[ids] + wpe[past + t]"
+        )
     assert model._embed_jit._cache_size() == before, "a shape in the same power-of-two bucket compiled again"
 
 
@@ -145,7 +146,7 @@ def test_init_is_seeded():
     a, b = JaxAdapter(AdapterConfig(n_embd=D)), JaxAdapter(AdapterConfig(n_embd=D))
     a.init_tables(5)
     b.init_tables(5)
-    assert all(np.array_equal(x, y) for x, y in zip(a.tables(), b.tables()))
+    assert all(np.array_equal(x, y) for x, y in zip(a.tables(), b.tables(), strict=True))
     b.init_tables(6)
     assert not np.array_equal(a.tables()[0], b.tables()[0])
 

@@ -11,17 +11,15 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter  # noqa: E402
-from gpt2_conformance.backends.tensorflow.model import (  # noqa: E402
-    GPT2Embedding, checked_gather_add, initial_tables, tied_logits)
-from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance import spec  # noqa: E402
+from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
 from gpt2_conformance.api.errors import PositionOutOfRangeError, TokenIdOutOfRangeError  # noqa: E402
-from gpt2_conformance.runtime.tables import random_tables  # noqa: E402
+from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter  # noqa: E402
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, checked_gather_add, initial_tables, tied_logits  # noqa: E402
 from gpt2_conformance.results import PASS  # noqa: E402
 from gpt2_conformance.run.runner import run_in_process  # noqa: E402
-
+from gpt2_conformance.runtime.tables import random_tables  # noqa: E402
 from helpers.mutants_tensorflow import CheckedUnderXLAModel  # noqa: E402
 
 
@@ -30,6 +28,7 @@ def _claimed_clauses(capabilities):
 
 
 # -- the suite --------------------------------------------------------------------------------
+
 
 def test_suite_passes():
     result = run_in_process(TensorFlowAdapter, "tensorflow")
@@ -49,6 +48,7 @@ def test_suite_passes_on_gpu():
 
 
 # -- the model directly (fast) ----------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def model():
@@ -75,7 +75,9 @@ def test_one_trace_serves_every_instance(model):
     wte, wpe = random_tables(gpt2.N_EMBD_SMALL, seed=1)
     other = GPT2Embedding(wte, wpe)
     np.testing.assert_array_equal(other(X, 4).numpy(), wte[[[3, 5]]] + wpe[4:6])
-    np.testing.assert_allclose(other.logits(h).numpy(), np.ones((1, 2, gpt2.N_EMBD_SMALL)) @ wte.T, atol=1e-5)  # row sums
+    np.testing.assert_allclose(
+        other.logits(h).numpy(), np.ones((1, 2, gpt2.N_EMBD_SMALL)) @ wte.T, atol=1e-5
+    )  # row sums
     assert (checked_gather_add.experimental_get_tracing_count(), tied_logits.experimental_get_tracing_count()) == counts
 
 
@@ -83,8 +85,16 @@ def test_one_trace_serves_every_instance(model):
 # Variable to copy-on-read for the rest of its life; every later read, the head's matmul
 # included, then copies all of wte first (tensorflow/core/kernels/resource_variable_ops.cc,
 # EnsureSparseVariableAccess). The logits of one row measured 114 ms that way against 7 ms.
-SPARSE_ACCESS = {"ResourceGather", "ResourceGatherNd", "ResourceStridedSliceAssign", "ResourceScatterUpdate",
-                 "ResourceScatterNdUpdate", "ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterNdAdd"}
+SPARSE_ACCESS = {
+    "ResourceGather",
+    "ResourceGatherNd",
+    "ResourceStridedSliceAssign",
+    "ResourceScatterUpdate",
+    "ResourceScatterNdUpdate",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterNdAdd",
+}
 
 
 def _op_types(concrete) -> set[str]:
@@ -104,9 +114,11 @@ def test_tables_are_never_read_or_written_sparsely(model):
     adapter = TensorFlowAdapter(AdapterConfig())
     adapter.load_tables(*random_tables(gpt2.N_EMBD_SMALL))
     row = np.ones(gpt2.N_EMBD_SMALL, np.float32)
-    traced = {"embed": checked_gather_add.get_concrete_function(model.wte, model.wpe, X, past),
-              "logits": tied_logits.get_concrete_function(model.wte, h),
-              "assign_wte_row": tf.function(lambda: adapter.assign_wte_row(7, row)).get_concrete_function()}
+    traced = {
+        "embed": checked_gather_add.get_concrete_function(model.wte, model.wpe, X, past),
+        "logits": tied_logits.get_concrete_function(model.wte, h),
+        "assign_wte_row": tf.function(lambda: adapter.assign_wte_row(7, row)).get_concrete_function(),
+    }
     for name, concrete in traced.items():
         assert not _op_types(concrete) & SPARSE_ACCESS, f"{name}: {sorted(_op_types(concrete) & SPARSE_ACCESS)}"
     adapter.assign_wte_row(7, row)
@@ -153,7 +165,7 @@ def test_position_error(model):
 
 def test_init_is_seeded():
     first, again, other = (initial_tables(64, seed) for seed in (5, 5, 6))
-    for a, b in zip(first, again):
+    for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert not np.array_equal(first[0].numpy(), other[0].numpy())
 

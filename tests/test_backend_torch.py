@@ -13,11 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpt2_conformance import spec  # noqa: E402
-from gpt2_conformance.results import NOT_CLAIMED, PASS  # noqa: E402
-from gpt2_conformance.run.runner import run_in_process  # noqa: E402
-
 from gpt2_conformance.backends.torch.adapter import TorchAdapter  # noqa: E402
 from gpt2_conformance.backends.torch.model import GPT2Embedding  # noqa: E402
+from gpt2_conformance.results import NOT_CLAIMED, PASS  # noqa: E402
+from gpt2_conformance.run.runner import run_in_process  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +41,7 @@ def test_suite_passes_on_gpu():
 
 
 # -- the model and adapter directly (fast) -------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def model():

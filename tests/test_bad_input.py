@@ -25,20 +25,34 @@ ROUTES = ("cli", "pytest")
 def _env(tmp_path, *paths) -> dict:
     """This environment with `paths` first on PYTHONPATH, and TMPDIR a folder of the test's (a
     run's log folder goes with it)."""
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [*map(str, paths), os.environ.get("PYTHONPATH")])),
-                **machine.child_temp_env(str(tmp_path / "tmp")))
+    return dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [*map(str, paths), os.environ.get("PYTHONPATH")])),
+        **machine.child_temp_env(str(tmp_path / "tmp")),
+    )
 
 
 def _cli(tmp_path, *args, paths=(), timeout=300):
-    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", *args], capture_output=True, text=True,
-                         cwd=tmp_path, env=_env(tmp_path, *paths), timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path, *paths),
+        timeout=timeout,
+    )
     return out.returncode, out.stdout, out.stderr
 
 
 def _pytest(tmp_path, *args, paths=(), timeout=300):
-    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p",
-                          "no:cacheprovider", *args], capture_output=True, text=True, cwd=tmp_path,
-                         env=_env(tmp_path, *paths), timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path, *paths),
+        timeout=timeout,
+    )
     return out.returncode, out.stdout, out.stderr
 
 
@@ -73,9 +87,11 @@ def _both(tmp_path, cli_args, paths=()) -> str:
 # -- 1. plug-ins --------------------------------------------------------------------------------
 
 PLUGIN_ADAPTER = "from gpt2_conformance.backends.numpy.adapter import NumpyAdapter as Adapter\n"
-PLUGIN_BACKEND = ('from gpt2_conformance.api.backend import REFERENCE, Backend\n\n'
-                  'BACKEND = Backend(name="{name}", adapter="{adapter}", requires=("numpy",), kind=REFERENCE, '
-                  'extra="")\n')
+PLUGIN_BACKEND = (
+    "from gpt2_conformance.api.backend import REFERENCE, Backend\n\n"
+    'BACKEND = Backend(name="{name}", adapter="{adapter}", requires=("numpy",), kind=REFERENCE, '
+    'extra="")\n'
+)
 
 
 def _installed_plugin(root, backends: dict[str, str], adapters: dict[str, str] = None):
@@ -84,17 +100,22 @@ def _installed_plugin(root, backends: dict[str, str], adapters: dict[str, str] =
     (root / "my_package").mkdir(exist_ok=True)
     (root / "my_package" / "__init__.py").write_text("")
     (root / "my_package" / "gpt2_adapter.py").write_text(PLUGIN_ADAPTER)
-    (root / "my_package" / "gpt2_backend.py").write_text(PLUGIN_BACKEND.format(name="my-gpt2",
-                                                                               adapter="gpt2_adapter:Adapter"))
-    (root / "my_package" / "wrong_adapter.py").write_text(PLUGIN_BACKEND.format(name="wrong-adapter",
-                                                                                adapter="no_such:Adapter"))
+    (root / "my_package" / "gpt2_backend.py").write_text(
+        PLUGIN_BACKEND.format(name="my-gpt2", adapter="gpt2_adapter:Adapter")
+    )
+    (root / "my_package" / "wrong_adapter.py").write_text(
+        PLUGIN_BACKEND.format(name="wrong-adapter", adapter="no_such:Adapter")
+    )
     (root / "top_level_backend.py").write_text(PLUGIN_BACKEND.format(name="top", adapter="gpt2_adapter:Adapter"))
     info = root / "my_plugin-0.1.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 0.1\n")
     groups = {"gpt2_conformance.backends": backends, "gpt2_conformance.adapters": adapters or {}}
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()) for group, entries in groups.items()))
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()) for group, entries in groups.items()
+        )
+    )
     return root
 
 
@@ -102,9 +123,16 @@ def _installed_plugin(root, backends: dict[str, str], adapters: dict[str, str] =
 def plugin_site(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    return _installed_plugin(site, {"my-gpt2": "my_package.gpt2_backend", "gone": "my_package.nope",
-                                    "wrong-adapter": "my_package.wrong_adapter", "top": "top_level_backend"},
-                             {"my-adapter": "my_package.gpt2_adapter:Adapter"})
+    return _installed_plugin(
+        site,
+        {
+            "my-gpt2": "my_package.gpt2_backend",
+            "gone": "my_package.nope",
+            "wrong-adapter": "my_package.wrong_adapter",
+            "top": "top_level_backend",
+        },
+        {"my-adapter": "my_package.gpt2_adapter:Adapter"},
+    )
 
 
 ONE_TEST = "test_bounds.py::test_too_long_raises"
@@ -124,17 +152,23 @@ def test_a_plugin_that_cannot_be_used_is_one_line_naming_its_entry_point(tmp_pat
     naming the backend, its entry point and the distribution; every other backend still runs."""
     where = "(entry point gpt2_conformance.backends: {} = {}, installed by my-plugin 0.1)"
     line = _both(tmp_path, ["--backend", "gone"], paths=[plugin_site])
-    assert line == (f"--backend 'gone': plug-in 'gone' {where.format('gone', 'my_package.nope')}: cannot import "
-                    "my_package.nope (No module named 'my_package.nope'): reinstall the package that provides it, "
-                    "or fix its entry point"), line
+    assert line == (
+        f"--backend 'gone': plug-in 'gone' {where.format('gone', 'my_package.nope')}: cannot import "
+        "my_package.nope (No module named 'my_package.nope'): reinstall the package that provides it, "
+        "or fix its entry point"
+    ), line
     line = _both(tmp_path, ["--backend", "wrong-adapter"], paths=[plugin_site])
-    assert line == (f"--backend 'wrong-adapter': plug-in 'wrong-adapter' "
-                    f"{where.format('wrong-adapter', 'my_package.wrong_adapter')}: its adapter 'no_such:Adapter' is "
-                    "my_package.no_such (no such module): BACKEND.adapter names a module:factory relative to "
-                    "my_package, the folder of the entry point's module"), line
+    assert line == (
+        f"--backend 'wrong-adapter': plug-in 'wrong-adapter' "
+        f"{where.format('wrong-adapter', 'my_package.wrong_adapter')}: its adapter 'no_such:Adapter' is "
+        "my_package.no_such (no such module): BACKEND.adapter names a module:factory relative to "
+        "my_package, the folder of the entry point's module"
+    ), line
     line = _both(tmp_path, ["--backend", "top"], paths=[plugin_site])
-    assert line.endswith("top_level_backend is a top-level module, so its adapter 'gpt2_adapter:Adapter' has no "
-                         "folder to be found in: name a package, or a module inside one"), line
+    assert line.endswith(
+        "top_level_backend is a top-level module, so its adapter 'gpt2_adapter:Adapter' has no "
+        "folder to be found in: name a package, or a module inside one"
+    ), line
     code, out, err = _cli(tmp_path, "run", "--backend", "numpy", "--case", ONE_TEST, paths=[plugin_site])
     assert code == 0 and "1 passed" in out, out + err
 
@@ -152,6 +186,7 @@ def test_list_long_shows_each_plugin_in_its_columns(tmp_path, plugin_site):
 
 # -- 2. a checkpoint that is not one ------------------------------------------------------------
 
+
 def _bad_checkpoints(folder) -> dict[str, tuple[str, str]]:
     """name -> (path, what its line says) for files that are not GPT-2 checkpoints."""
     from helpers.golden_writers import write_safetensors
@@ -162,9 +197,11 @@ def _bad_checkpoints(folder) -> dict[str, tuple[str, str]]:
     with open(truncated, "r+b") as f:
         f.truncate(os.path.getsize(truncated) - 100)
     np.savez(folder / "no-wte.npz", wpe=np.zeros((1024, 768), np.float32))
-    return {"garbage": (str(garbage), "exceeds the file (1024 bytes): truncated or not a safetensors file"),
-            "truncated": (truncated, "truncated"),
-            "no-wte": (str(folder / "no-wte.npz"), "no GPT-2 wte tensor")}
+    return {
+        "garbage": (str(garbage), "exceeds the file (1024 bytes): truncated or not a safetensors file"),
+        "truncated": (truncated, "truncated"),
+        "no-wte": (str(folder / "no-wte.npz"), "no GPT-2 wte tensor"),
+    }
 
 
 @pytest.mark.parametrize("kind", ["garbage", "truncated", "no-wte"])
@@ -176,8 +213,10 @@ def test_run_refuses_a_file_that_is_not_a_checkpoint_at_once(tmp_path, kind):
     line = _cli_line(tmp_path, "--backend", "numpy", "--checkpoint", os.path.basename(path), paths=[TESTS_DIR])
     assert time.perf_counter() - start < 5
     assert line.startswith(f"--checkpoint {os.path.basename(path)}: ") and says in line, line
-    assert line.endswith("; give a GPT-2 checkpoint with float32 wte and wpe (.safetensors, torch .bin, TF "
-                         "model.ckpt, .npz, .gguf), or leave --checkpoint out to use the shipped golden data"), line
+    assert line.endswith(
+        "; give a GPT-2 checkpoint with float32 wte and wpe (.safetensors, torch .bin, TF "
+        "model.ckpt, .npz, .gguf), or leave --checkpoint out to use the shipped golden data"
+    ), line
     assert "suite" not in line.replace("the shipped golden data", "")
     golden = _cli(tmp_path, "golden", "--checkpoint", os.path.basename(path))
     assert golden[0] == 2 and line.split(": ", 1)[1].split("; give")[0] in golden[2], golden
@@ -191,19 +230,34 @@ def test_the_pytest_route_refuses_the_same_checkpoint_with_the_same_line(tmp_pat
 
 # -- 3. the pytest route: one line, exit 4, as the CLI's ----------------------------------------
 
-@pytest.mark.parametrize("args,says", [
-    (["--backend", "numpy", "--case", "test_bounds.py::test_too_long_raise"],
-     "--case 'test_bounds.py::test_too_long_raise': test_bounds.py has no test 'test_too_long_raise'; did you mean "
-     "'test_too_long_raises'?"),
-    (["--adapter", "no_such_module_57:Adapter"],
-     "adapter 'no_such_module_57:Adapter': cannot import 'no_such_module_57': No module named 'no_such_module_57'"),
-    (["--backend", "numpy", "--waivers", "missing.toml"],
-     "waiver file missing.toml: cannot be read (No such file or directory); give the path of a TOML file of "
-     "[[waiver]] tables"),
-    (["--backend", "numpy", "--seed", "3"], "--seed replays a thorough run: add --thorough"),
-    (["--backend", "no-such-backend"], "--backend 'no-such-backend': unknown backend; available: numpy, "),
-    (["--backend", "numpy", "--checkpoint", "missing.safetensors"], "--checkpoint missing.safetensors: no such file; "),
-], ids=["case", "adapter", "waivers", "seed", "backend", "checkpoint"])
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (
+            ["--backend", "numpy", "--case", "test_bounds.py::test_too_long_raise"],
+            "--case 'test_bounds.py::test_too_long_raise': test_bounds.py has no test 'test_too_long_raise'; "
+            "did you mean 'test_too_long_raises'?",
+        ),
+        (
+            ["--adapter", "no_such_module_57:Adapter"],
+            "adapter 'no_such_module_57:Adapter': cannot import 'no_such_module_57': "
+            "No module named 'no_such_module_57'",
+        ),
+        (
+            ["--backend", "numpy", "--waivers", "missing.toml"],
+            "waiver file missing.toml: cannot be read (No such file or directory); give the path of a TOML file of "
+            "[[waiver]] tables",
+        ),
+        (["--backend", "numpy", "--seed", "3"], "--seed replays a thorough run: add --thorough"),
+        (["--backend", "no-such-backend"], "--backend 'no-such-backend': unknown backend; available: numpy, "),
+        (
+            ["--backend", "numpy", "--checkpoint", "missing.safetensors"],
+            "--checkpoint missing.safetensors: no such file; ",
+        ),
+    ],
+    ids=["case", "adapter", "waivers", "seed", "backend", "checkpoint"],
+)
 def test_each_bad_input_is_the_same_line_on_both_routes(tmp_path, args, says):
     """The CLI's exit 2 and pytest's usage error 4 (README's exit-code table), one line each: the
     pytest route gave a 47-line chained traceback for three of these and another wording for --case."""
@@ -213,28 +267,36 @@ def test_each_bad_input_is_the_same_line_on_both_routes(tmp_path, args, says):
 
 # -- 4. a mistyped waiver file ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_mistyped_waiver_table_is_an_error_naming_the_key_and_the_file(tmp_path, route):
     """`[[waivers]]` for `[[waiver]]` was read as a file of no waivers: the deviation then failed as
     if no waiver existed."""
-    (tmp_path / "waivers.toml").write_text('implementation = "mine"\n\n[[waivers]]\nclause = "BOUNDS-MESSAGE"\n'
-                                           'reason = "r"\nlink = "https://example.org/issue/1"\n')
+    (tmp_path / "waivers.toml").write_text(
+        'implementation = "mine"\n\n[[waivers]]\nclause = "BOUNDS-MESSAGE"\n'
+        'reason = "r"\nlink = "https://example.org/issue/1"\n'
+    )
     args = ["--backend", "numpy", "--waivers", "waivers.toml"]
-    line = _cli_line(tmp_path, *args) if route == "cli" else \
-        _pytest_line(tmp_path, *[a.replace("--", "--gpt2c-", 1) for a in args])
-    assert line == ("waiver file waivers.toml: unknown [[waivers]] (a waiver file holds `implementation` and "
-                    "[[waiver]] tables, each with clause, reason and link); did you mean [[waiver]]?"), line
+    line = (
+        _cli_line(tmp_path, *args)
+        if route == "cli"
+        else _pytest_line(tmp_path, *[a.replace("--", "--gpt2c-", 1) for a in args])
+    )
+    assert line == (
+        "waiver file waivers.toml: unknown [[waivers]] (a waiver file holds `implementation` and "
+        "[[waiver]] tables, each with clause, reason and link); did you mean [[waiver]]?"
+    ), line
 
 
 # -- 5. WAIVERS relative to the adapter's module -------------------------------------------------
 
-WAIVED_ADAPTER = '''
+WAIVED_ADAPTER = """
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
 
 class MyAdapter(NumpyAdapter):
     WAIVERS = "waivers.toml"  # beside this module
-'''
+"""
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -244,62 +306,91 @@ def test_a_relative_waivers_attribute_is_found_beside_its_module(tmp_path, route
     adapters = tmp_path / "adapters"
     adapters.mkdir()
     (adapters / "my_gpt2_adapter.py").write_text(WAIVED_ADAPTER)
-    (adapters / "waivers.toml").write_text('[[waiver]]\nclause = "INIT-WPE"\nreason = "a test waiver"\n'
-                                           'link = "https://example.org/src.py#L1"\n')
+    (adapters / "waivers.toml").write_text(
+        '[[waiver]]\nclause = "INIT-WPE"\nreason = "a test waiver"\nlink = "https://example.org/src.py#L1"\n'
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     if route == "cli":
-        code, out, err = _cli(elsewhere, "run", "--adapter", "my_gpt2_adapter:MyAdapter", "--case",
-                              "test_init.py::test_wpe_init", paths=[adapters])
+        code, out, err = _cli(
+            elsewhere,
+            "run",
+            "--adapter",
+            "my_gpt2_adapter:MyAdapter",
+            "--case",
+            "test_init.py::test_wpe_init",
+            paths=[adapters],
+        )
     else:
-        code, out, err = _pytest(elsewhere, "--gpt2c-adapter", "my_gpt2_adapter:MyAdapter", "--gpt2c-case",
-                                 "test_init.py::test_wpe_init", paths=[adapters])
+        code, out, err = _pytest(
+            elsewhere,
+            "--gpt2c-adapter",
+            "my_gpt2_adapter:MyAdapter",
+            "--gpt2c-case",
+            "test_init.py::test_wpe_init",
+            paths=[adapters],
+        )
     assert code == 1 and "STALE WAIVER: INIT-WPE is waived (https://example.org/src.py#L1)" in out, out + err
 
 
 # -- 6. the suite's interpreter ------------------------------------------------------------------
 
+
 def test_run_on_an_interpreter_without_pytest_timeout_says_what_to_install(tmp_path):
     """Each suite child is this interpreter with pytest-timeout loaded: without it every child died
     at its start and all 40 clauses were ERROR, the reason a traceback cut mid-word."""
-    script = ("import sys; sys.modules['pytest_timeout'] = None  # as an environment without it\n"
-              "from gpt2_conformance import cli; sys.exit(cli.main(['run', '--backend', 'numpy']))")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
-                         env=_env(tmp_path), timeout=120)
+    script = (
+        "import sys; sys.modules['pytest_timeout'] = None  # as an environment without it\n"
+        "from gpt2_conformance import cli; sys.exit(cli.main(['run', '--backend', 'numpy']))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120
+    )
     assert out.returncode == 2 and out.stdout == "", out
-    assert out.stderr == (f"gpt2-conformance: error: pytest-timeout is not installed in {sys.executable}, and the "
-                          "suite's test processes load it: pip install pytest-timeout into that environment, or run "
-                          "the gpt2-conformance of one that has it\n"), out.stderr
+    assert out.stderr == (
+        f"gpt2-conformance: error: pytest-timeout is not installed in {sys.executable}, and the "
+        "suite's test processes load it: pip install pytest-timeout into that environment, or run "
+        "the gpt2-conformance of one that has it\n"
+    ), out.stderr
 
 
 def test_a_child_that_dies_at_its_start_is_reported_by_its_last_exception_line():
     from gpt2_conformance.run import runner
 
-    output = ("Traceback (most recent call last):\n  File \"/usr/lib/python3.11/site-packages/pluggy/_manager.py\", "
-              "line 1, in load\n" + "    x\n" * 400 + "ImportError: Error importing plugin \"pytest_timeout\": "
-              "No module named 'pytest_timeout'\n")
-    assert runner.last_words(output) == ("ImportError: Error importing plugin \"pytest_timeout\": No module named "
-                                         "'pytest_timeout'")
+    output = (
+        'Traceback (most recent call last):\n  File "/usr/lib/python3.11/site-packages/pluggy/_manager.py", '
+        "line 1, in load\n" + "    x\n" * 400 + 'ImportError: Error importing plugin "pytest_timeout": '
+        "No module named 'pytest_timeout'\n"
+    )
+    assert runner.last_words(output) == (
+        "ImportError: Error importing plugin \"pytest_timeout\": No module named 'pytest_timeout'"
+    )
     plain = "first line\n" + "\n".join(f"line {i} of output" for i in range(200))
     words = runner.last_words(plain, limit=100)
-    assert words.splitlines()[-1] == "line 199 of output" and all(re.fullmatch(r"line \d+ of output", ln)
-                                                                   for ln in words.splitlines()), words
+    assert words.splitlines()[-1] == "line 199 of output" and all(
+        re.fullmatch(r"line \d+ of output", ln) for ln in words.splitlines()
+    ), words
 
 
 # -- 7. small ones --------------------------------------------------------------------------------
 
+
 def test_an_output_folder_under_proc_names_the_folder_given(tmp_path):
     code, out, err = _cli(tmp_path, "run", "--backend", "numpy", "--report-dir", "/proc/nope")
     assert code == 2 and out == "", (code, out, err)
-    assert err == ("gpt2-conformance run: error: --report-dir /proc/nope: this folder cannot be made, as /proc, the "
-                   "nearest folder that exists, cannot be written (No such file or directory); give a folder you "
-                   "can write\n"), err
+    assert err == (
+        "gpt2-conformance run: error: --report-dir /proc/nope: this folder cannot be made, as /proc, the "
+        "nearest folder that exists, cannot be written (No such file or directory); give a folder you "
+        "can write\n"
+    ), err
 
 
 def test_a_parametrised_test_named_alone_is_refused_with_its_cases(tmp_path):
     """--case wants one case of a parametrised test: the refusal says so and lists them."""
     line = _both(tmp_path, ["--backend", "numpy", "--case", "test_bounds.py::test_error_names_value_and_rule"])
-    assert line == ("--case 'test_bounds.py::test_error_names_value_and_rule' is a parametrised test: name one of "
-                    "its cases, as a report's repro line does: 'test_bounds.py::test_error_names_value_and_rule"
-                    "[position]', 'test_bounds.py::test_error_names_value_and_rule[token-high]', "
-                    "'test_bounds.py::test_error_names_value_and_rule[token-negative]'"), line
+    assert line == (
+        "--case 'test_bounds.py::test_error_names_value_and_rule' is a parametrised test: name one of "
+        "its cases, as a report's repro line does: 'test_bounds.py::test_error_names_value_and_rule"
+        "[position]', 'test_bounds.py::test_error_names_value_and_rule[token-high]', "
+        "'test_bounds.py::test_error_names_value_and_rule[token-negative]'"
+    ), line

@@ -34,12 +34,15 @@ from helpers.reports import suite_result, write
 
 pytestmark = pytest.mark.slow  # builds the wheel and replays the CI workflow in fresh venvs
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (it comes with transformers); "
-                                          "the workflow cannot be parsed without it")
+yaml = pytest.importorskip(
+    "yaml", reason="PyYAML is not installed (it comes with transformers); the workflow cannot be parsed without it"
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(ROOT, "examples", "github-actions", "gpt2-conformance.yml")
-PLACEHOLDER = rf"gpt2-conformance @ git\+https://github\.com/OWNER/gpt2-conformance@v{re.escape(gpt2_conformance.__version__)}"
+PLACEHOLDER = (
+    rf"gpt2-conformance @ git\+https://github\.com/OWNER/gpt2-conformance@v{re.escape(gpt2_conformance.__version__)}"
+)
 
 # the throwaway repository: the user's own package, its adapter where GPT2C_ADAPTER says
 PROJECT_FILES = {
@@ -100,6 +103,7 @@ def test_workflow_fans_out_and_merges(workflow):
 
 # -- the replay --------------------------------------------------------------------------------
 
+
 def _run(cmd, cwd, env=None, timeout=300) -> str:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{cmd} exited {done.returncode}: {(done.stdout + done.stderr)[-3000:]}"
@@ -146,8 +150,12 @@ def _env(workflow: dict, job: dict, outside, tmp, matrix: dict) -> dict:
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p and not os.path.abspath(p).startswith(ROOT)]
     runner_temp = tmp / "runner-temp"
     runner_temp.mkdir(exist_ok=True)
-    env.update(PATH=os.pathsep.join([str(python_bin)] + path), RUNNER_TEMP=str(runner_temp), CI="true",
-               GITHUB_STEP_SUMMARY=str(tmp.parent / "summary.md"))
+    env.update(
+        PATH=os.pathsep.join([str(python_bin)] + path),
+        RUNNER_TEMP=str(runner_temp),
+        CI="true",
+        GITHUB_STEP_SUMMARY=str(tmp.parent / "summary.md"),
+    )
     for scope in (workflow.get("env") or {}, job.get("env") or {}):
         env.update({k: _expand(str(v), matrix) for k, v in scope.items()})
     assert re.fullmatch(PLACEHOLDER, env["GPT2C_SUITE"])
@@ -178,7 +186,9 @@ def replay(workflow: dict, job_name: str, tmp, outside, matrix: dict, store: dic
         elif uses.startswith("actions/upload-artifact"):
             artifact = _expand(step["with"]["name"], matrix)
             if (work / step["with"]["path"]).exists():  # else, as on GitHub, a warning and no artifact
-                shutil.copytree(work / step["with"]["path"], store.setdefault(artifact, tmp.parent / "store" / artifact))
+                shutil.copytree(
+                    work / step["with"]["path"], store.setdefault(artifact, tmp.parent / "store" / artifact)
+                )
         elif uses.startswith("actions/download-artifact"):
             for artifact, path in store.items():
                 if fnmatch.fnmatch(artifact, step["with"]["pattern"]):
@@ -188,9 +198,14 @@ def replay(workflow: dict, job_name: str, tmp, outside, matrix: dict, store: dic
             command = _expand(step["run"], matrix)
             assert ROOT not in command
             start = time.perf_counter()
-            done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", command], cwd=work,
-                                  env=dict(env, **{k: _expand(str(v), matrix) for k, v in (step.get("env") or {}).items()}),
-                                  capture_output=True, text=True, timeout=900)
+            done = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", command],
+                cwd=work,
+                env=dict(env, **{k: _expand(str(v), matrix) for k, v in (step.get("env") or {}).items()}),
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             codes.append((name, done.returncode))
             print(f"{job_name} {matrix} {name}: exit {done.returncode} in {time.perf_counter() - start:.1f} s")
             if done.returncode:
@@ -214,9 +229,17 @@ def test_cpu_cell_and_merge_replayed_in_a_throwaway_repository(workflow, outside
     pins = os.path.join(env["RUNNER_TEMP"], "gpt2c-constraints.txt")
     with open(pins, encoding="utf-8") as f:
         assert f.read().splitlines() == _repository_constraints()  # the wheel's copy is the repository's file
-    where = _run([str(cell / ".venv" / "bin" / "python"), "-c", "import gpt2_conformance, my_package; "
-                  "from importlib.metadata import version; print(gpt2_conformance.__file__); "
-                  "print(my_package.__file__); print(version('torch'))"], cell, env).split()
+    where = _run(
+        [
+            str(cell / ".venv" / "bin" / "python"),
+            "-c",
+            "import gpt2_conformance, my_package; "
+            "from importlib.metadata import version; print(gpt2_conformance.__file__); "
+            "print(my_package.__file__); print(version('torch'))",
+        ],
+        cell,
+        env,
+    ).split()
     assert where[0].startswith(str(cell / ".venv")) and "site-packages" in where[0], where  # the wheel, installed
     assert os.path.realpath(where[1]) == os.path.realpath(cell / "my_package" / "__init__.py"), where  # editable
     torch_pin = next(line for line in _repository_constraints() if line.startswith("torch=="))
@@ -234,9 +257,14 @@ def test_cpu_cell_and_merge_replayed_in_a_throwaway_repository(workflow, outside
     # the gpu cell, from another machine: same fingerprint (h is exact everywhere), one waiver
     gpu = tmp_path / "gpu-cell" / "reports" / "gpu"
     gpu.mkdir(parents=True)
-    fake = suite_result(backend, "gpu", {"INIT-WPE": res.WAIVED}, {"host": "gpu-runner", "device_name": "NVIDIA H200"},
-                        fp=report["parity"])
-    write(gpu, f"{path.name[:-len('-cpu.json')]}-gpu.json", fake)
+    fake = suite_result(
+        backend,
+        "gpu",
+        {"INIT-WPE": res.WAIVED},
+        {"host": "gpu-runner", "device_name": "NVIDIA H200"},
+        fp=report["parity"],
+    )
+    write(gpu, f"{path.name[: -len('-cpu.json')]}-gpu.json", fake)
     shutil.copytree(gpu.parent, store.setdefault("gpt2-conformance-gpu", tmp_path / "store" / "gpu"))
 
     merged, _, codes = replay(workflow, "merge", tmp_path / "merge", outside, {}, store)
@@ -252,8 +280,9 @@ def test_cpu_cell_and_merge_replayed_in_a_throwaway_repository(workflow, outside
 
 
 def test_gpu_cell_drops_only_the_cpu_torch_pin(workflow, outside, tmp_path):
-    _, env, codes = replay(workflow, "conformance", tmp_path / "gpu", outside, {"device": "gpu"}, {},
-                           until="The suite's pins")
+    _, env, codes = replay(
+        workflow, "conformance", tmp_path / "gpu", outside, {"device": "gpu"}, {}, until="The suite's pins"
+    )
     assert [c for _, c in codes] == [0], codes
     with open(os.path.join(env["RUNNER_TEMP"], "gpt2c-constraints.txt"), encoding="utf-8") as f:
         pins = f.read().splitlines()

@@ -7,13 +7,13 @@ CLAIMED; and the strict adapter's log of calls outside its claims stays empty.""
 import numpy as np
 import pytest
 
-from helpers import strict_adapters
-from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance import results as res
 from gpt2_conformance import spec
 from gpt2_conformance.api.adapter import Capabilities
-from gpt2_conformance.runtime.guard import GuardedAdapter, GuardedFactory, SuiteError
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance.run.runner import run_in_process
+from gpt2_conformance.runtime.guard import GuardedAdapter, GuardedFactory, SuiteError
+from helpers import strict_adapters
 
 pytestmark = pytest.mark.slow  # one whole suite run per capability switched off
 
@@ -40,36 +40,63 @@ def test_no_cache_adapter_runs_the_past_length_0_cases_of_mixed_clauses():
     show the offset cases as not claimed."""
     result = run_in_process(strict_adapters.NoCache, "NoCache")
     by_id = {c.clause.id: c for c in result.clauses}
-    for clause_id in ("SHAPE-H", "LOOKUP-BATCH-INDEPENDENT", "BOUNDS-LAST-POSITION", "BOUNDS-POSITION",
-                      "TIED-GRAD", "DTYPE-FLOAT16", "GOLDEN-WPE-ROWS", "GOLDEN-H"):
+    for clause_id in (
+        "SHAPE-H",
+        "LOOKUP-BATCH-INDEPENDENT",
+        "BOUNDS-LAST-POSITION",
+        "BOUNDS-POSITION",
+        "TIED-GRAD",
+        "DTYPE-FLOAT16",
+        "GOLDEN-WPE-ROWS",
+        "GOLDEN-H",
+    ):
         c = by_id[clause_id]
         statuses = {t.status for t in c.tests}
         assert c.status == res.PASS and statuses == {res.PASS, res.NOT_CLAIMED}, (clause_id, statuses)
         assert "not claimed: kv_cache" in c.message
-    for clause_id in ("POSITIONS-OFFSET", "POSITIONS-DECODE", "POSITIONS-CHUNKED", "POSITIONS-BATCH-SHARED",
-                      "BOUNDS-PAST-LENGTH", "GOLDEN-DECODE"):
+    for clause_id in (
+        "POSITIONS-OFFSET",
+        "POSITIONS-DECODE",
+        "POSITIONS-CHUNKED",
+        "POSITIONS-BATCH-SHARED",
+        "BOUNDS-PAST-LENGTH",
+        "GOLDEN-DECODE",
+    ):
         assert by_id[clause_id].status == res.NOT_CLAIMED, clause_id
 
 
 def test_guard_refuses_calls_outside_the_claims():
-    caps = Capabilities(kv_cache=False, tied_head=False, init=False, gradients=False, mutable_tables=False,
-                        sizes=(768,), dtypes=("float32",))
+    caps = Capabilities(
+        kv_cache=False,
+        tied_head=False,
+        init=False,
+        gradients=False,
+        mutable_tables=False,
+        sizes=(768,),
+        dtypes=("float32",),
+    )
     guarded = GuardedAdapter(NumpyAdapter(), caps)
     ids = np.zeros((1, 2), np.int64)
     assert guarded.embed(ids, 0).shape == (1, 2, 768)
     assert guarded.embed(ids, np.int64(0)).shape == (1, 2, 768)  # 0 in any valid form needs no cache
-    for call, needs in [(lambda: guarded.embed(ids, 1), "kv_cache"), (lambda: guarded.embed(ids, True), "kv_cache"),
-                        (lambda: guarded.logits(np.zeros((1, 1, 768), np.float32)), "tied_head"),
-                        (lambda: guarded.init_tables(0), "init"),
-                        (lambda: guarded.assign_wte_row(0, np.zeros(768, np.float32)), "mutable_tables"),
-                        (lambda: guarded.gradients(ids, 0, None, np.zeros(1)), "gradients")]:
+    for call, needs in [
+        (lambda: guarded.embed(ids, 1), "kv_cache"),
+        (lambda: guarded.embed(ids, True), "kv_cache"),
+        (lambda: guarded.logits(np.zeros((1, 1, 768), np.float32)), "tied_head"),
+        (lambda: guarded.init_tables(0), "init"),
+        (lambda: guarded.assign_wte_row(0, np.zeros(768, np.float32)), "mutable_tables"),
+        (lambda: guarded.gradients(ids, 0, None, np.zeros(1)), "gradients"),
+    ]:
         with pytest.raises(SuiteError, match=needs):
             call()
     factory = GuardedFactory(NumpyAdapter, caps)
     from gpt2_conformance.api.adapter import AdapterConfig
 
-    for config, needs in [(AdapterConfig(n_embd=1024), "size:1024"), (AdapterConfig(dtype="float16"), "dtype:float16"),
-                          (AdapterConfig(device="gpu"), "device:gpu")]:
+    for config, needs in [
+        (AdapterConfig(n_embd=1024), "size:1024"),
+        (AdapterConfig(dtype="float16"), "dtype:float16"),
+        (AdapterConfig(device="gpu"), "device:gpu"),
+    ]:
         with pytest.raises(SuiteError, match=needs):
             factory(config)
 

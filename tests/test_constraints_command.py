@@ -54,7 +54,13 @@ runpy.run_module("gpt2_conformance.run.constraints_command", run_name="__main__"
 
 def test_runs_without_the_suites_dependencies():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-c", BLOCK_DEPENDENCIES], cwd=os.path.dirname(ROOT), env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCK_DEPENDENCIES],
+        cwd=os.path.dirname(ROOT),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == _top_level()

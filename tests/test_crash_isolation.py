@@ -17,10 +17,9 @@ import sys
 import pytest
 
 from gpt2_conformance import results as res
+from gpt2_conformance import spec
 from gpt2_conformance.api import machine
 from gpt2_conformance.run import runner
-from gpt2_conformance import spec
-
 from helpers import crashing_adapters
 
 pytestmark = pytest.mark.slow  # child processes that really crash
@@ -62,8 +61,11 @@ def test_segfault_fails_its_clause_and_every_other_clause_gets_its_verdict():
     storage = clauses["TIED-STORAGE"]
     assert storage.status == res.FAIL and "SIGSEGV" in storage.message, f"{storage.status}: {storage.message}"
     # all three parametrised tests crashed, each in its own child process
-    assert _crashed_tests(storage) == ["test_head_shares_wte_storage[0]", "test_head_shares_wte_storage[12345]",
-                                       "test_head_shares_wte_storage[50256]"]
+    assert _crashed_tests(storage) == [
+        "test_head_shares_wte_storage[0]",
+        "test_head_shares_wte_storage[12345]",
+        "test_head_shares_wte_storage[50256]",
+    ]
     writers = {"TIED-STORAGE", "STATE-UPDATES-SEEN", "STATE-NO-SIDE-EFFECTS"}  # every clause that writes a row
     for cid in writers:
         assert clauses[cid].status == res.FAIL and "SIGSEGV" in clauses[cid].message, cid
@@ -77,11 +79,17 @@ def test_the_folders_a_dead_child_leaves_go_with_the_run(tmp_path, monkeypatch):
     temporary directory is the run's own, and goes with it. The caches stay where they were."""
     record = tmp_path / "folders"
     monkeypatch.setenv(crashing_adapters.FOLDERS_RECORD, str(record))
-    result = runner.run_backend("LeavesItsFolderAndSegfaults", extra_args=["-k", "test_head_shares_wte_storage"],
-                                adapter_spec="helpers.crashing_adapters:LeavesItsFolderAndSegfaults")
+    result = runner.run_backend(
+        "LeavesItsFolderAndSegfaults",
+        extra_args=["-k", "test_head_shares_wte_storage"],
+        adapter_spec="helpers.crashing_adapters:LeavesItsFolderAndSegfaults",
+    )
     assert result.error == "", result.error
     assert _crashed_tests(_by_clause(result)["TIED-STORAGE"]) == [
-        "test_head_shares_wte_storage[0]", "test_head_shares_wte_storage[12345]", "test_head_shares_wte_storage[50256]"]
+        "test_head_shares_wte_storage[0]",
+        "test_head_shares_wte_storage[12345]",
+        "test_head_shares_wte_storage[50256]",
+    ]
     lines = [line.split() for line in record.read_text().splitlines()]
     assert len(lines) >= 3, f"lines={lines}, but should be one per crashed child at least"
     left = [folder for folder, _ in lines if os.path.exists(folder)]
@@ -93,10 +101,13 @@ def test_the_folders_a_dead_child_leaves_go_with_the_run(tmp_path, monkeypatch):
 def test_segfault_inside_a_hypothesis_test_fails_the_clause_that_drew_the_input():
     """The crash lands mid-way through BOUNDS-TOKEN's hypothesis runs (the first drawn id
     >= 2**24 in magnitude): that clause FAILs, not a neighbour, and the tests after it run."""
-    subset = ["-k", "bad_token_id or too_long_raises or error_names_value or test_empty_sequence "
-                    "or test_no_output_bias"]
-    result = runner.run_backend("SegfaultOnFarIds", adapter_spec="helpers.crashing_adapters:SegfaultOnFarIds",
-                                extra_args=subset)
+    subset = [
+        "-k",
+        "bad_token_id or too_long_raises or error_names_value or test_empty_sequence or test_no_output_bias",
+    ]
+    result = runner.run_backend(
+        "SegfaultOnFarIds", adapter_spec="helpers.crashing_adapters:SegfaultOnFarIds", extra_args=subset
+    )
     assert result.error == "", result.error
     clauses = _by_clause(result)
     token = clauses["BOUNDS-TOKEN"]
@@ -112,10 +123,14 @@ def test_a_poisoned_device_context_costs_only_the_clause_that_poisoned_it():
     id (a device-side assert poisons the context): the child ends itself after that test and the
     rest run in a fresh process, so the clauses that send no bad id still pass (the GPU run's
     hf-transformers case, simulated on the CPU)."""
-    subset = ["-k", "test_bad_token_id_raises_int64 or test_error_names_value_and_rule or test_exact_sum "
-                    "or test_no_output_bias or test_last_position_valid"]
-    result = runner.run_backend("PoisonsItsDeviceOnBadIds", extra_args=subset,
-                                adapter_spec="helpers.crashing_adapters:PoisonsItsDeviceOnBadIds")
+    subset = [
+        "-k",
+        "test_bad_token_id_raises_int64 or test_error_names_value_and_rule or test_exact_sum "
+        "or test_no_output_bias or test_last_position_valid",
+    ]
+    result = runner.run_backend(
+        "PoisonsItsDeviceOnBadIds", extra_args=subset, adapter_spec="helpers.crashing_adapters:PoisonsItsDeviceOnBadIds"
+    )
     assert result.error == "", result.error
     clauses = _by_clause(result)
     for cid in ("BOUNDS-TOKEN", "BOUNDS-MESSAGE"):  # they raise RuntimeError, and the probe after it fails
@@ -128,13 +143,17 @@ def test_mlx_gather_on_id_2_31_minus_1_is_a_real_segfault():
     """What the mlx-lm waivers rely on, measured directly: nn.Embedding (wte in mlx-lm's GPT-2)
     looking up id 2**31 - 1 kills the process with SIGSEGV instead of raising."""
     _require_mlx()
-    code = ("import mlx.core as mx, mlx.nn as nn\n"
-            "e = nn.Embedding(50257, 8)\n"
-            "mx.eval(e(mx.array([[2**31 - 1]])))\n"
-            "print('returned')\n")
+    code = (
+        "import mlx.core as mx, mlx.nn as nn\n"
+        "e = nn.Embedding(50257, 8)\n"
+        "mx.eval(e(mx.array([[2**31 - 1]])))\n"
+        "print('returned')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == -signal.SIGSEGV, (f"returncode={out.returncode}, but should be {-signal.SIGSEGV} "
-                                               f"(SIGSEGV) [{out.stdout.strip()} {out.stderr.strip()[-300:]}]")
+    assert out.returncode == -signal.SIGSEGV, (
+        f"returncode={out.returncode}, but should be {-signal.SIGSEGV} "
+        f"(SIGSEGV) [{out.stdout.strip()} {out.stderr.strip()[-300:]}]"
+    )
 
 
 def test_mlx_lm_segfault_is_a_fail_of_bounds_token_and_the_run_goes_on():

@@ -2,9 +2,9 @@
 runs on every third-party backend: h is CTranslate2's own forward_batch output (an identity head
 after a zero block leaves its bits alone), after a cache its own cached decode's per-step output,
 the logits are its output projection with wte as the weight, the bench's decode step is its own
-generation step at the cache's position, and what its waivers describe is what CTranslate2 does with bad input (a silent read past
-the table, a narrowed id, crashes on an empty sequence and on a far id, a RuntimeError for the
-position bound)."""
+generation step at the cache's position, and what its waivers describe is what CTranslate2 does
+with bad input (a silent read past the table, a narrowed id, crashes on an empty sequence and on
+a far id, a RuntimeError for the position bound)."""
 
 from __future__ import annotations
 
@@ -45,8 +45,10 @@ def test_h_after_a_cache_is_ctranslate2s_cached_decode_at_the_caches_length(load
     adapter, wte, wpe = loaded
     ids = np.array([[3, 50256, 0], [7, 7, 1]])
     for past in (1, 37, 1021):
-        assert np.array_equal(adapter.embed(ids, past), wte[ids] + wpe[past:past + 3]), past
-    with pytest.raises(RuntimeError, match="No position encodings are defined for positions >= 1024, but got position 1024"):
+        assert np.array_equal(adapter.embed(ids, past), wte[ids] + wpe[past : past + 3]), past
+    with pytest.raises(
+        RuntimeError, match="No position encodings are defined for positions >= 1024, but got position 1024"
+    ):
         adapter.embed(ids, 1022)
     assert np.array_equal(adapter.embed(ids[:, :1], 37), wte[ids[:, :1]] + wpe[37:38])
     with pytest.raises(TypeError):  # np.full refuses a bool length (BOUNDS-PAST-LENGTH)
@@ -111,7 +113,9 @@ def test_bad_ids_are_read_narrowed_or_refused_as_the_waivers_say(loaded):
     assert np.array_equal(bools, (wte[[1, 0, 1]] + wpe[:3])[None])
     with pytest.raises(TypeError, match="incompatible function arguments"):  # a negative size_t
         adapter.embed(np.array([[-1]]), 0)
-    with pytest.raises(RuntimeError, match="No position encodings are defined for positions >= 1024, but got position 1024"):
+    with pytest.raises(
+        RuntimeError, match="No position encodings are defined for positions >= 1024, but got position 1024"
+    ):
         adapter.embed(np.zeros((1, gpt2.N_CTX + 1), np.int64), 0)
 
 
@@ -129,8 +133,13 @@ def test_an_empty_sequence_and_a_far_id_kill_the_process(ids, died, tmp_path):
         x.generator.forward_batch({ids})
         print("survived", flush=True)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TMPDIR=str(tmp_path)))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
+    )
     assert "embedded (1, 1, 768)" in done.stdout, done.stderr[-2000:]
     assert done.returncode == -died and "survived" not in done.stdout, (done.returncode, done.stderr[-2000:])
     assert list(tmp_path.iterdir()) == []

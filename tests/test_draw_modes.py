@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -37,6 +36,7 @@ def _drawn(thorough: bool, seed: int | None) -> list[int]:
     """The values one drawn test sees under a mode."""
     seen = []
     with _mode(thorough=thorough, seed=seed):
+
         @strategies.suite_settings(max_examples=5)
         @given(st.integers(0, 10**9))
         def test(x):
@@ -58,8 +58,11 @@ def test_thorough_draws_more_and_a_seed_replays_them():
 
 
 def test_cli_seed_without_thorough_is_a_usage_error():
-    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--seed", "3"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--seed", "3"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "--seed replays a thorough run" in out.stderr, out.stderr
 
 
@@ -70,18 +73,36 @@ def test_spec_says_what_each_mode_draws():
 
 def test_thorough_run_stores_and_prints_its_seed(tmp_path):
     """A thorough run on one small clause set: the seed is on the console and in the JSON."""
-    out = subprocess.run([sys.executable, "-c",
-                          "import sys; from gpt2_conformance import cli; from gpt2_conformance.run import runner\n"
-                          "real = runner.run_backend\n"
-                          "runner.run_backend = lambda *a, **kw: real(*a, **dict(kw, extra_args=[*kw['extra_args'], "
-                          "'-k', 'test_exact_sum and not layout']))\n"
-                          "sys.exit(cli.main(sys.argv[1:]))",
-                          "run", "--backend", "numpy", "--thorough", "--seed", "1234", "--report-dir", str(tmp_path)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from gpt2_conformance import cli; from gpt2_conformance.run import runner\n"
+            "real = runner.run_backend\n"
+            "runner.run_backend = lambda *a, **kw: real(*a, **dict(kw, extra_args=[*kw['extra_args'], "
+            "'-k', 'test_exact_sum and not layout']))\n"
+            "sys.exit(cli.main(sys.argv[1:]))",
+            "run",
+            "--backend",
+            "numpy",
+            "--thorough",
+            "--seed",
+            "1234",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert "seed 1234; replay with --thorough --seed 1234" in out.stdout, out.stdout + out.stderr
     report = json.loads((tmp_path / "gpt2-conformance-numpy-cpu.json").read_text())
-    assert report["environment"]["draws"] == {"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR,
-                                              "seed": 1234, "replay": "--thorough --seed 1234", "shrink": True}
+    assert report["environment"]["draws"] == {
+        "mode": "thorough",
+        "examples_factor": spec.THOROUGH_FACTOR,
+        "seed": 1234,
+        "replay": "--thorough --seed 1234",
+        "shrink": True,
+    }
     exact = next(c for c in report["clauses"] if c["id"] == "LOOKUP-EXACT")
     assert exact["status"] == "PASS", exact
 
@@ -90,6 +111,7 @@ def _first_failure(shrink: bool) -> int:
     """The example a failing drawn test reports, with or without the shrink phase."""
     reported = []
     with _mode(shrink=shrink):
+
         @strategies.suite_settings(max_examples=50)
         @given(st.integers(0, 10**9))
         def test(x):
@@ -112,9 +134,25 @@ def test_no_shrink_run_is_stored_and_replayed(tmp_path):
     """`run --no-shrink`: the same FAIL, the report stores the mode, the repro line keeps it."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
     case = "test_positions.py::test_offset_positions"
-    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "helpers.mutants:OffsetTwice",
-                          "--no-shrink", "--case", case, "--report-dir", str(tmp_path)],
-                         capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpt2_conformance.cli",
+            "run",
+            "--adapter",
+            "helpers.mutants:OffsetTwice",
+            "--no-shrink",
+            "--case",
+            case,
+            "--report-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     (path,) = tmp_path.glob("*.json")
     report = json.loads(path.read_text())
@@ -122,7 +160,9 @@ def test_no_shrink_run_is_stored_and_replayed(tmp_path):
     clause = next(c for c in report["clauses"] if c["id"] == "POSITIONS-OFFSET")
     assert clause["status"] == "FAIL", clause
     (test,) = clause["tests"]
-    assert test["repro"] == f"gpt2-conformance run --adapter helpers.mutants:OffsetTwice --no-shrink --case {case}"  # shlex.quote leaves it bare
+    assert (
+        test["repro"] == f"gpt2-conformance run --adapter helpers.mutants:OffsetTwice --no-shrink --case {case}"
+    )  # shlex.quote leaves it bare
 
 
 class _Config:
@@ -181,9 +221,26 @@ def test_run_passes_its_waived_clauses_as_first_drawn(tmp_path):
     waivers = tmp_path / "waivers.toml"
     waivers.write_text('[[waiver]]\nclause = "POSITIONS-OFFSET"\nreason = "a test"\nlink = "https://example.org/1"\n')
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--adapter", "helpers.mutants:OffsetTwice",
-                          "--waivers", str(waivers), "--case", "test_positions.py::test_offset_positions",
-                          "--report-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpt2_conformance.cli",
+            "run",
+            "--adapter",
+            "helpers.mutants:OffsetTwice",
+            "--waivers",
+            str(waivers),
+            "--case",
+            "test_positions.py::test_offset_positions",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     (path,) = tmp_path.glob("*.json")
     report = json.loads(path.read_text())

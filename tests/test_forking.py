@@ -50,13 +50,33 @@ def _child(tmp_path, conftest: str = ""):
         "@pytest.fixture(autouse=True)\n"
         "def _clause(request):\n"
         "    request.node.user_properties.append(('gpt2c_clause', request.node.get_closest_marker('clause').args[0]))\n"
-        + conftest)
+        + conftest
+    )
     events = tmp_path / "events.jsonl"
-    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                            "-p", "gpt2_conformance.run.events", "-p", "gpt2_conformance.run.forking",
-                            "--gpt2c-results", str(events), str(tmp_path)],
-                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                           env={**os.environ, **ONE_THREAD_POOLS})
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-p",
+            "gpt2_conformance.run.events",
+            "-p",
+            "gpt2_conformance.run.forking",
+            "--gpt2c-results",
+            str(events),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, **ONE_THREAD_POOLS},
+    )
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     return child, {e["nodeid"].split("::")[-1]: e for e in lines if e["event"] == "result"}, lines
 
@@ -67,8 +87,12 @@ def test_each_crash_costs_its_test_and_the_child_runs_the_rest(tmp_path):
     assert child.returncode == 1, child.stdout + child.stderr  # pytest's status: tests failed, not a death
     assert child.stdout.count("the worker died in") == 2, child.stdout
     assert {name: r["outcome"] for name, r in results.items()} == {
-        "test_a_before": "passed", "test_b_crashes": "failed", "test_c_after": "passed",
-        "test_d_crashes_too": "failed", "test_e_fails": "failed"}
+        "test_a_before": "passed",
+        "test_b_crashes": "failed",
+        "test_c_after": "passed",
+        "test_d_crashes_too": "failed",
+        "test_e_fails": "failed",
+    }
     for name in ("test_b_crashes", "test_d_crashes_too"):
         assert results[name]["message"] == "crashed: the test process died (killed by signal SIGSEGV) during this test"
         assert results[name]["clause"] == "TIED-STORAGE"
@@ -80,7 +104,10 @@ def test_a_child_with_another_thread_does_not_fork(tmp_path):
     child, results, lines = _child(tmp_path, conftest=THREAD)
     assert child.returncode == -11, child.stdout + child.stderr  # SIGSEGV: the child itself died
     assert "the worker died" not in child.stdout
-    assert list(results) == ["test_a_before"] and lines[-1] == {"event": "start", "nodeid": "test_crashing.py::test_b_crashes"}
+    assert list(results) == ["test_a_before"] and lines[-1] == {
+        "event": "start",
+        "nodeid": "test_crashing.py::test_b_crashes",
+    }
 
 
 def test_only_thread_sees_other_threads():

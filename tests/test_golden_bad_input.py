@@ -13,8 +13,10 @@ import pytest
 from gpt2_conformance.golden import readers
 from helpers.golden_writers import write_npz, write_safetensors, write_tf, write_torch
 
-SMALL = {"transformer.wte.weight": np.arange(4000, dtype=np.float32).reshape(200, 20),
-         "transformer.wpe.weight": np.ones((30, 20), np.float32)}
+SMALL = {
+    "transformer.wte.weight": np.arange(4000, dtype=np.float32).reshape(200, 20),
+    "transformer.wpe.weight": np.ones((30, 20), np.float32),
+}
 
 
 def _error(fn, *args) -> str:
@@ -51,6 +53,7 @@ def _flip(path, offset: int):
 
 # -- truncated ----------------------------------------------------------------------------
 
+
 def test_truncated_safetensors_names_file_and_tensor(tmp_path):
     path = write_safetensors(tmp_path, SMALL)
     _truncate(path, os.path.getsize(path) - 100)
@@ -69,7 +72,9 @@ def test_truncated_torch_file(tmp_path, legacy):
 
 
 def test_truncated_tf_data_file_names_tensor(tmp_path):
-    prefix = write_tf(tmp_path, {"model/wte": SMALL["transformer.wte.weight"], "model/wpe": SMALL["transformer.wpe.weight"]})
+    prefix = write_tf(
+        tmp_path, {"model/wte": SMALL["transformer.wte.weight"], "model/wpe": SMALL["transformer.wpe.weight"]}
+    )
     data = prefix + ".data-00000-of-00001"
     _truncate(data, os.path.getsize(data) - 8)
     message = _error(_load_all, prefix, readers.read_tf)
@@ -91,6 +96,7 @@ def test_truncated_npz(tmp_path):
 
 
 # -- corrupted ----------------------------------------------------------------------------
+
 
 def test_corrupted_torch_storage_fails_its_crc(tmp_path):
     path = write_torch(tmp_path, SMALL)
@@ -129,8 +135,11 @@ def test_corrupted_npz_member(tmp_path):
 
 # -- wrong dtype, another model, ambiguous --------------------------------------------------
 
+
 def test_wrong_dtype_names_tensor(tmp_path):
-    path = write_safetensors(tmp_path, {"wte.weight": np.zeros((50257, 8), np.float16), "wpe.weight": np.zeros((1024, 8), np.float16)})
+    path = write_safetensors(
+        tmp_path, {"wte.weight": np.zeros((50257, 8), np.float16), "wpe.weight": np.zeros((1024, 8), np.float16)}
+    )
     message = _error(readers.load_checkpoint, path)
     assert path in message and "'wte.weight'" in message and "dtype float16" in message and "float32" in message
 
@@ -142,15 +151,19 @@ def test_wrong_shape_names_tensor(tmp_path):
 
 
 def test_checkpoint_of_another_model(tmp_path):
-    bert = {"bert.embeddings.word_embeddings.weight": np.zeros((30522, 4), np.float32),
-            "bert.embeddings.position_embeddings.weight": np.zeros((512, 4), np.float32)}
+    bert = {
+        "bert.embeddings.word_embeddings.weight": np.zeros((30522, 4), np.float32),
+        "bert.embeddings.position_embeddings.weight": np.zeros((512, 4), np.float32),
+    }
     path = write_safetensors(tmp_path, bert)
     message = _error(readers.load_checkpoint, path)
     assert path in message and "no GPT-2 wte tensor" in message and "word_embeddings" in message
 
 
 def test_two_candidate_tables_are_ambiguous(tmp_path):
-    path = write_npz(tmp_path, {"wte": np.zeros((3, 2), np.float32), "transformer.wte.weight": np.zeros((3, 2), np.float32)})
+    path = write_npz(
+        tmp_path, {"wte": np.zeros((3, 2), np.float32), "transformer.wte.weight": np.zeros((3, 2), np.float32)}
+    )
     message = _error(readers.load_checkpoint, path)
     assert "2 tensors could be GPT-2's wte" in message
 
@@ -163,6 +176,7 @@ def test_npz_object_array_is_not_unpickled(tmp_path):
 
 
 # -- pickles with code in them --------------------------------------------------------------
+
 
 class _Payload:
     """Unpickling this opens (creates) `marker` for writing: code execution, if it happens."""

@@ -57,8 +57,13 @@ def test_golden_command_recognizes_the_real_wpe(checkpoints, capsys, fmt):
     assert "all 786432 elements of wpe are bit-identical to the real table" in out
     assert "wte  DOES NOT MATCH the real GPT-2 124M wte" in out
     assert "0 of 77 known real wte values agree" in out
-    for clause, verdict in (("GOLDEN-TABLES-ROUNDTRIP", "PASS"), ("GOLDEN-WPE-ROWS", "PASS"), ("GOLDEN-H", "FAIL"),
-                            ("GOLDEN-DECODE", "PASS"), ("GOLDEN-LOGITS", "PASS")):
+    for clause, verdict in (
+        ("GOLDEN-TABLES-ROUNDTRIP", "PASS"),
+        ("GOLDEN-WPE-ROWS", "PASS"),
+        ("GOLDEN-H", "FAIL"),
+        ("GOLDEN-DECODE", "PASS"),
+        ("GOLDEN-LOGITS", "PASS"),
+    ):
         assert any(line.split()[:2] == [clause, verdict] for line in out.splitlines()), f"{clause} {verdict}\n{out}"
     assert code == 1
     golden_lines = [line for line in out.splitlines() if "golden data:" in line]

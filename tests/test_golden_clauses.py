@@ -52,14 +52,18 @@ def test_numpy_reference_passes_every_golden_clause():
     assert {k: v.status for k, v in verdicts.items()} == dict.fromkeys(GOLDEN, PASS)
 
 
-@pytest.mark.parametrize("factory,failing,text", [
-    (IgnoresPastLength, {"GOLDEN-WPE-ROWS", "GOLDEN-H", "GOLDEN-DECODE"}, "the real GPT-2 wpe[1, 0]"),
-    # GOLDEN-H passes: h[1023, 767] is golden only to the printed precision of wte[50256][767] (6e-9 > 1 ulp);
-    # GOLDEN-DECODE passes: decode still equals the full forward (both read the stored, wrong row)
-    (WpeOneUlpOff, {"GOLDEN-TABLES-ROUNDTRIP", "GOLDEN-WPE-ROWS"}, "wpe[1023, 767]"),
-    (HalfPrecisionHead, set(), ""),
-    (HeadWithBias, {"GOLDEN-LOGITS"}, "the head is the golden wte: bfloat16-input bound"),
-], ids=lambda x: getattr(x, "__name__", None))
+@pytest.mark.parametrize(
+    "factory,failing,text",
+    [
+        (IgnoresPastLength, {"GOLDEN-WPE-ROWS", "GOLDEN-H", "GOLDEN-DECODE"}, "the real GPT-2 wpe[1, 0]"),
+        # GOLDEN-H passes: h[1023, 767] is golden only to the printed precision of wte[50256][767] (6e-9 > 1 ulp);
+        # GOLDEN-DECODE passes: decode still equals the full forward (both read the stored, wrong row)
+        (WpeOneUlpOff, {"GOLDEN-TABLES-ROUNDTRIP", "GOLDEN-WPE-ROWS"}, "wpe[1023, 767]"),
+        (HalfPrecisionHead, set(), ""),
+        (HeadWithBias, {"GOLDEN-LOGITS"}, "the head is the golden wte: bfloat16-input bound"),
+    ],
+    ids=lambda x: getattr(x, "__name__", None),
+)
 def test_broken_adapters_fail_the_right_clauses(factory, failing, text):
     verdicts = _golden_verdicts(factory)
     assert {k for k, v in verdicts.items() if v.status == FAIL} == failing

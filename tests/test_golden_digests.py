@@ -23,6 +23,7 @@ def test_parallel_crc32c_equals_bytewise_definition(n):
 def test_bytewise_crc_is_the_castagnoli_polynomial():
     """The same byte-wise code with zlib's polynomial gives zlib.crc32: the loop is the standard
     reflected CRC, so only the polynomial (0x82F63B78, Castagnoli) distinguishes crc32c."""
+
     def crc(buf, poly):
         c = 0xFFFFFFFF
         for byte in buf:

@@ -32,8 +32,11 @@ def _manifest():
 def test_derive_reproduces_the_shipped_fixtures(tmp_path):
     if not os.path.isdir(SHARED):
         pytest.skip("../shared/gpt2-reference is not checked out next to the repository")
-    out = subprocess.run([sys.executable, os.path.join(FIXTURES, "derive.py"), "--shared", SHARED, "--out", str(tmp_path)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, os.path.join(FIXTURES, "derive.py"), "--shared", SHARED, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     manifest = _manifest()
     for entry in manifest["files"]:

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from gpt2_conformance.runtime import numerics
 from gpt2_conformance.golden import command, data, dequantised, readers
+from gpt2_conformance.runtime import numerics
 from helpers.golden_writers import GGUF_NAMES, write_gguf
 
 gguf = pytest.importorskip("gguf")
@@ -55,6 +55,7 @@ def _patch_tag(path: str, name: str, tag: int) -> None:
 
 
 # -- layout and stored types ---------------------------------------------------------------
+
 
 def test_dims_are_stored_reversed_and_read_back_in_numpy_order(tmp_path, golden):
     """GGUF lists ne[0] (the row length) first: GGUFReader's shape is [768, 1024] for the real
@@ -114,6 +115,7 @@ def test_detect_format_by_extension_and_magic(tmp_path):
 
 
 # -- judging dequantised tables ------------------------------------------------------------
+
 
 def _q8_0_round_trip(x: np.ndarray) -> np.ndarray:
     q8_0 = gguf.GGMLQuantizationType.Q8_0
@@ -198,6 +200,7 @@ def test_dequantised_wte_is_checked_at_its_known_values(golden):
 
 # -- full-size files and `golden --checkpoint` ------------------------------------------------
 
+
 def _run(argv, capsys) -> tuple[int, str]:
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers(dest="command"))
@@ -223,14 +226,18 @@ def full_size(tmp_path):
 def test_golden_command_recognizes_the_real_wpe_in_an_f32_gguf(full_size, golden, capsys):
     path = full_size(np.zeros((50257, 768), np.float32), golden.wpe)
     ckpt = readers.load_checkpoint(path)
-    assert (ckpt.format, ckpt.size, ckpt.wte_name, ckpt.wpe_name, ckpt.dequantised) == (
-        "gguf", "124M", WTE, WPE, ())
+    assert (ckpt.format, ckpt.size, ckpt.wte_name, ckpt.wpe_name, ckpt.dequantised) == ("gguf", "124M", WTE, WPE, ())
     code, out = _run(["--checkpoint", path], capsys)
     assert "wpe  MATCHES the real GPT-2 124M wpe" in out, out
     assert "all 786432 elements of wpe are bit-identical to the real table" in out
     assert "wte  DOES NOT MATCH the real GPT-2 124M wte" in out and "0 of 77 known real wte values agree" in out
-    for clause, verdict in (("GOLDEN-TABLES-ROUNDTRIP", "PASS"), ("GOLDEN-WPE-ROWS", "PASS"), ("GOLDEN-H", "FAIL"),
-                            ("GOLDEN-DECODE", "PASS"), ("GOLDEN-LOGITS", "PASS")):
+    for clause, verdict in (
+        ("GOLDEN-TABLES-ROUNDTRIP", "PASS"),
+        ("GOLDEN-WPE-ROWS", "PASS"),
+        ("GOLDEN-H", "FAIL"),
+        ("GOLDEN-DECODE", "PASS"),
+        ("GOLDEN-LOGITS", "PASS"),
+    ):
         assert any(line.split()[:2] == [clause, verdict] for line in out.splitlines()), f"{clause} {verdict}\n{out}"
     assert code == 1
 
@@ -286,6 +293,7 @@ def test_run_checkpoint_gets_the_dequantised_float32_tables(full_size, golden):
 
 
 # -- malformed files -----------------------------------------------------------------------
+
 
 def test_not_a_gguf_file(tmp_path):
     path = tmp_path / "model.gguf"
@@ -370,8 +378,9 @@ def test_row_not_a_multiple_of_the_block(tmp_path):
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_missing_table_names_what_the_file_holds(tmp_path, arch):
-    path = write_gguf(tmp_path, {WTE: np.zeros((50257, 8), np.float32), "output_norm.weight": np.ones(8, np.float32)},
-                      arch=arch)
+    path = write_gguf(
+        tmp_path, {WTE: np.zeros((50257, 8), np.float32), "output_norm.weight": np.ones(8, np.float32)}, arch=arch
+    )
     message = _error(readers.load_checkpoint, path)
     assert path in message and f"no {WPE} tensor" in message and f"general.architecture is '{arch}'" in message
     assert "output_norm.weight [8] float32" in message, message

@@ -32,9 +32,11 @@ def _check_round_trip(infos, tensors):
         assert got.tobytes() == np.ascontiguousarray(value).tobytes(), f"{name} differs after the round trip"
 
 
-@pytest.mark.parametrize("writer,reader", [(write_safetensors, readers.read_safetensors),
-                                           (write_npz, readers.read_npz),
-                                           (write_torch, readers.read_torch)], ids=["safetensors", "npz", "torch"])
+@pytest.mark.parametrize(
+    "writer,reader",
+    [(write_safetensors, readers.read_safetensors), (write_npz, readers.read_npz), (write_torch, readers.read_torch)],
+    ids=["safetensors", "npz", "torch"],
+)
 def test_round_trip(tmp_path, writer, reader):
     tensors = _tensors()
     _check_round_trip(reader(writer(tmp_path, tensors)), tensors)
@@ -59,9 +61,11 @@ def test_torch_views_and_nested_dicts(tmp_path):
 
 def test_round_trip_tf_checkpoint(tmp_path):
     """A checkpoint written by TF's own Saver, read without TF (index, data file, crc32c)."""
-    tensors = {"model/wte": np.random.default_rng(4).standard_normal((11, 3), dtype=np.float32),
-               "model/h0/ln_1/b": np.linspace(-1, 1, 5, dtype=np.float32),
-               "model/h0/attn/c_attn/w": np.ones((1, 2, 6), np.float16)}
+    tensors = {
+        "model/wte": np.random.default_rng(4).standard_normal((11, 3), dtype=np.float32),
+        "model/h0/ln_1/b": np.linspace(-1, 1, 5, dtype=np.float32),
+        "model/h0/attn/c_attn/w": np.ones((1, 2, 6), np.float16),
+    }
     prefix = write_tf(tmp_path, tensors)
     for path in (prefix, prefix + ".index", prefix + ".data-00000-of-00001", str(tmp_path)):
         _check_round_trip(readers.read_tf(path), tensors)
@@ -109,8 +113,11 @@ def shared_reference():
 
 def test_detect_format_by_extension_and_magic(tmp_path):
     tensors = {"x": np.zeros(2, np.float32)}
-    paths = {"safetensors": write_safetensors(tmp_path, tensors), "npz": write_npz(tmp_path, tensors),
-             "torch": write_torch(tmp_path, tensors)}
+    paths = {
+        "safetensors": write_safetensors(tmp_path, tensors),
+        "npz": write_npz(tmp_path, tensors),
+        "torch": write_torch(tmp_path, tensors),
+    }
     for fmt, path in paths.items():
         assert readers.detect_format(path) == fmt
         plain = str(tmp_path / f"no_extension_{fmt}")
@@ -126,11 +133,22 @@ def test_detect_format_by_extension_and_magic(tmp_path):
         readers.detect_format(str(tmp_path / "missing.bin.x"))
 
 
-@pytest.mark.parametrize("name,table,expected", [
-    ("wte.weight", "wte", True), ("transformer.wte.weight", "wte", True), ("model/wte", "wte", True),
-    ("wpe", "wpe", True), ("_orig_mod.transformer.wpe.weight", "wpe", True), ("model/wte/.ATTRIBUTES/VARIABLE_VALUE",
-    "wte", True), ("model/wte:0", "wte", True), ("model/wte/Adam", "wte", False), ("lm_head.weight", "wte", False),
-    ("transformer.wte_proj.weight", "wte", False), ("wte.weight", "wpe", False)])
+@pytest.mark.parametrize(
+    "name,table,expected",
+    [
+        ("wte.weight", "wte", True),
+        ("transformer.wte.weight", "wte", True),
+        ("model/wte", "wte", True),
+        ("wpe", "wpe", True),
+        ("_orig_mod.transformer.wpe.weight", "wpe", True),
+        ("model/wte/.ATTRIBUTES/VARIABLE_VALUE", "wte", True),
+        ("model/wte:0", "wte", True),
+        ("model/wte/Adam", "wte", False),
+        ("lm_head.weight", "wte", False),
+        ("transformer.wte_proj.weight", "wte", False),
+        ("wte.weight", "wpe", False),
+    ],
+)
 def test_table_names(name, table, expected):
     assert readers._is_table_name(name, table) is expected
 
@@ -142,9 +160,16 @@ def test_four_sizes_recognized_by_shape(size, d):
     assert readers.recognize_size("f", wte, wpe) == (size, d)
 
 
-@pytest.mark.parametrize("wte_shape,wpe_shape,bad", [((50257, 700), (1024, 700), "wte"), ((50304, 768), (1024, 768), "wte"),
-                                                     ((50257, 768), (2048, 768), "wpe"), ((50257, 768), (1024, 1024), "wpe"),
-                                                     ((50257, 768, 1), (1024, 768), "wte")])
+@pytest.mark.parametrize(
+    "wte_shape,wpe_shape,bad",
+    [
+        ((50257, 700), (1024, 700), "wte"),
+        ((50304, 768), (1024, 768), "wte"),
+        ((50257, 768), (2048, 768), "wpe"),
+        ((50257, 768), (1024, 1024), "wpe"),
+        ((50257, 768, 1), (1024, 768), "wte"),
+    ],
+)
 def test_other_shapes_are_rejected_naming_the_tensor(wte_shape, wpe_shape, bad):
     wte = readers.TensorInfo("transformer.wte.weight", "float32", wte_shape, lambda: None)
     wpe = readers.TensorInfo("transformer.wpe.weight", "float32", wpe_shape, lambda: None)

@@ -57,11 +57,22 @@ def _run(cmd, env=None, timeout=600, cwd=None):
 def _offline_env(tmp, **extra) -> dict:
     """This environment without pip's configuration, PYTHONPATH or a virtualenv, every proxy at a
     closed port (any index reached would fail the install), and TMPDIR a folder of the test's."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PIP_") and k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPT2C_FIXTURES")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PIP_") and k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPT2C_FIXTURES")
+    }
     closed = "http://127.0.0.1:9"
-    env.update(PIP_CONFIG_FILE=os.devnull, http_proxy=closed, https_proxy=closed, HTTP_PROXY=closed,
-               HTTPS_PROXY=closed, no_proxy="", TMPDIR=str(tmp), **extra)
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        http_proxy=closed,
+        https_proxy=closed,
+        HTTP_PROXY=closed,
+        HTTPS_PROXY=closed,
+        no_proxy="",
+        TMPDIR=str(tmp),
+        **extra,
+    )
     return env
 
 
@@ -95,8 +106,12 @@ def _probe(device, name):
 
 
 def test_probe_skips_a_cpu_only_backend_on_the_gpu_with_its_claim():
-    assert _probe("gpu", "numpy") == ["numpy", "run", "skip", "gpu: the adapter claims devices cpu only "
-                                                               "(NumpyAdapter.capabilities)"]
+    assert _probe("gpu", "numpy") == [
+        "numpy",
+        "run",
+        "skip",
+        "gpu: the adapter claims devices cpu only (NumpyAdapter.capabilities)",
+    ]
     assert _probe("gpu", "no-such-backend")[1:3] == ["skip", "skip"]
 
 
@@ -106,8 +121,10 @@ def test_probe_on_a_cpu_machine_skips_every_gpu_pass_with_its_reason():
     torch claims the GPU but sees none here: skipped with torch's own words."""
     pytest.importorskip("torch")
     name, cpu, gpu, why = _probe("gpu", "torch")
-    assert (cpu, gpu) == ("run", "skip") and why == "gpu: torch sees no GPU on this machine " \
-                                                    "(torch.cuda.is_available() is False)", why
+    assert (cpu, gpu) == (
+        "run",
+        "skip",
+    ) and why == "gpu: torch sees no GPU on this machine (torch.cuda.is_available() is False)", why
     pytest.importorskip("transformers")
     name, cpu, gpu, why = _probe("gpu", "hf-transformers")
     assert (cpu, gpu) == ("run", "skip") and "claims devices cpu only" in why, why
@@ -119,8 +136,16 @@ def wheels(tmp_path_factory):
     """WHEELS_DIR as prepare-gpu-wheels.sh makes it, the project's wheel only (empty requirements)."""
     tmp = tmp_path_factory.mktemp("gpu-wheels")
     (tmp / "none.txt").write_text("# nothing to download\n")
-    code, out = _run(["bash", os.path.join(SCRIPTS, "prepare-gpu-wheels.sh"), "--requirements", str(tmp / "none.txt"),
-                      str(tmp / "wheels")], env=dict(os.environ, PYTHON=sys.executable))
+    code, out = _run(
+        [
+            "bash",
+            os.path.join(SCRIPTS, "prepare-gpu-wheels.sh"),
+            "--requirements",
+            str(tmp / "none.txt"),
+            str(tmp / "wheels"),
+        ],
+        env=dict(os.environ, PYTHON=sys.executable),
+    )
     assert code == 0, out
     return tmp / "wheels", out
 
@@ -138,8 +163,18 @@ def test_prepare_builds_the_projects_wheel_within_the_limit(wheels):
 def test_prepare_over_the_limit_fails_clearly_and_writes_nothing(tmp_path):
     (tmp_path / "none.txt").write_text("")
     target = tmp_path / "wheels"
-    code, out = _run(["bash", os.path.join(SCRIPTS, "prepare-gpu-wheels.sh"), "--requirements", str(tmp_path / "none.txt"),
-                      "--limit-mib", "0.5", str(target)], env=dict(os.environ, PYTHON=sys.executable))
+    code, out = _run(
+        [
+            "bash",
+            os.path.join(SCRIPTS, "prepare-gpu-wheels.sh"),
+            "--requirements",
+            str(tmp_path / "none.txt"),
+            "--limit-mib",
+            "0.5",
+            str(target),
+        ],
+        env=dict(os.environ, PYTHON=sys.executable),
+    )
     assert code == 1, out
     assert re.search(r"error: the wheels add up to [\d.]+ MiB, over the limit of 0.5 MiB", out), out
     assert "nothing was written to" in out and not target.exists(), out
@@ -194,9 +229,20 @@ def _offline_run(tmp, wheels_dir, *options, budget=420, **env):
     python = _image(tmp)
     (tmp / "tmp").mkdir()
     out_dir = tmp / "out"
-    code, out = _run(["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), "--budget", str(budget), *options,
-                      str(wheels_dir), str(out_dir)],
-                     env=_offline_env(tmp / "tmp", PYTHON=python, **env), timeout=budget + 120, cwd=str(tmp))
+    code, out = _run(
+        [
+            "bash",
+            os.path.join(SCRIPTS, "offline-gpu-run.sh"),
+            "--budget",
+            str(budget),
+            *options,
+            str(wheels_dir),
+            str(out_dir),
+        ],
+        env=_offline_env(tmp / "tmp", PYTHON=python, **env),
+        timeout=budget + 120,
+        cwd=str(tmp),
+    )
     leftovers = [p for p in os.listdir(tmp / "tmp") if p.startswith("gpt2c-offline-")]
     assert not leftovers, f"the temporary install was left behind: {leftovers}"
     code_after, after = _run([python, "-c", "import gpt2_conformance"], env=_offline_env(tmp))
@@ -210,20 +256,33 @@ def test_an_interpreter_without_the_projects_requirements_is_refused_before_anyt
     mid-word in their reason)."""
     python = _image(tmp_path, [p for p in IMAGE_PACKAGES if p != "pytest-timeout"])
     (tmp_path / "tmp").mkdir()
-    code, out = _run(["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), str(wheels[0]), str(tmp_path / "out")],
-                     env=_offline_env(tmp_path / "tmp", PYTHON=python), cwd=str(tmp_path))
-    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
-                             text=True).stdout.strip()
+    code, out = _run(
+        ["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), str(wheels[0]), str(tmp_path / "out")],
+        env=_offline_env(tmp_path / "tmp", PYTHON=python),
+        cwd=str(tmp_path),
+    )
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+    ).stdout.strip()
     # the list is the wheel's own requirements the image lacks: pytest-timeout among them
-    lacking = re.fullmatch(rf"offline-gpu-run: {re.escape(python)} \(Python {re.escape(version)}\) lacks what "
-                           r"gpt2-conformance needs: (.*); set PYTHON to an interpreter that has them, e\.g\. "
-                           r"PYTHON=/path/to/venv/bin/python scripts/offline-gpu-run\.sh WHEELS_DIR OUT_DIR\n", out)
+    lacking = re.fullmatch(
+        rf"offline-gpu-run: {re.escape(python)} \(Python {re.escape(version)}\) lacks what "
+        r"gpt2-conformance needs: (.*); set PYTHON to an interpreter that has them, e\.g\. "
+        r"PYTHON=/path/to/venv/bin/python scripts/offline-gpu-run\.sh WHEELS_DIR OUT_DIR\n",
+        out,
+    )
     assert code == 2 and lacking and "pytest-timeout (not installed)" in lacking.group(1).split(", "), (code, out)
     assert not (tmp_path / "out").exists() and not os.listdir(tmp_path / "tmp")
-    code, out = _run(["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), str(wheels[0]), str(tmp_path / "out")],
-                     env=_offline_env(tmp_path / "tmp", PYTHON="no-such-python3"), cwd=str(tmp_path))
-    assert (code, out) == (2, "offline-gpu-run: PYTHON=no-such-python3: no such interpreter; set PYTHON to the "
-                              "Python whose packages the run uses\n"), out
+    code, out = _run(
+        ["bash", os.path.join(SCRIPTS, "offline-gpu-run.sh"), str(wheels[0]), str(tmp_path / "out")],
+        env=_offline_env(tmp_path / "tmp", PYTHON="no-such-python3"),
+        cwd=str(tmp_path),
+    )
+    assert (code, out) == (
+        2,
+        "offline-gpu-run: PYTHON=no-such-python3: no such interpreter; set PYTHON to the "
+        "Python whose packages the run uses\n",
+    ), out
 
 
 @pytest.mark.slow
@@ -238,19 +297,23 @@ def test_gpu_path_on_a_cpu_machine_skips_with_reasons_and_still_merges(tmp_path,
     assert names[:3] == ["install", "where", "versions"] and names[3] == "nvidia-smi", names
     probes = [n for n in names if n.startswith("probe-")]
     assert "probe-numpy" in probes and "probe-torch" in probes and "probe-hf-transformers" in probes, names
-    assert names[3 + 1 + len(probes):] == ["suite-cpu-numpy", "suite-gpu", "bench-gpu", "merge", "facts"], names
+    assert names[3 + 1 + len(probes) :] == ["suite-cpu-numpy", "suite-gpu", "bench-gpu", "merge", "facts"], names
     by = {s["step"]: s for s in steps}
-    assert all(by[n]["status"] == "ok" for n in ("install", "where", "versions", "suite-cpu-numpy",
-                                                  "merge", "facts", *probes)), steps
+    assert all(
+        by[n]["status"] == "ok" for n in ("install", "where", "versions", "suite-cpu-numpy", "merge", "facts", *probes)
+    ), steps
     assert (by["bench-gpu"]["status"], by["bench-gpu"]["exit"]) == ("skipped", "3"), by["bench-gpu"]
     assert "nothing was timed" in by["bench-gpu"]["note"], by["bench-gpu"]
     assert by["suite-gpu"]["status"] == "skipped" and "no backend can run on gpu" in by["suite-gpu"]["note"]
     if shutil.which("nvidia-smi") is None:  # no driver here: skipped with why; nothing ran on a GPU: exit 3
         assert (by["nvidia-smi"]["status"], by["nvidia-smi"]["note"]) == (
-            "skipped", "nvidia-smi not found: no NVIDIA driver on this machine, so no GPU is expected (--device cpu "
-                       "checks the script's steps without one)"), by["nvidia-smi"]
-        assert code == 3 and out.rstrip().endswith("offline-gpu-run: not a GPU run: no backend could run on the GPU "
-                                                   "here (plan.tsv says why for each)"), out[-3000:]
+            "skipped",
+            "nvidia-smi not found: no NVIDIA driver on this machine, so no GPU is expected (--device cpu "
+            "checks the script's steps without one)",
+        ), by["nvidia-smi"]
+        assert code == 3 and out.rstrip().endswith(
+            "offline-gpu-run: not a GPU run: no backend could run on the GPU here (plan.tsv says why for each)"
+        ), out[-3000:]
     elif by["nvidia-smi"]["status"] != "ok":  # a driver that does not answer: failed, and the exit status says so
         assert code == 1 and "some steps did not succeed" in out, out[-3000:]
     assert "--no-index" in out and "--target" in out, out[:2000]
@@ -281,13 +344,31 @@ def test_cpu_dry_run_runs_every_step_in_order(tmp_path, wheels):
     is skipped as a repeat, the bench and merge run; exit 0 and the same files as a GPU run."""
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "tiny_numpy.py").write_text(TINY_ADAPTER)
-    code, out, out_dir = _offline_run(tmp_path, wheels[0], "--device", "cpu", "--backends", "tiny_numpy:TinyNumpy,torch",
-                                      "--bench-args", "--backend numpy --workload forward_decode",
-                                      PYTHONPATH=str(tmp_path / "plugins"))
+    code, out, out_dir = _offline_run(
+        tmp_path,
+        wheels[0],
+        "--device",
+        "cpu",
+        "--backends",
+        "tiny_numpy:TinyNumpy,torch",
+        "--bench-args",
+        "--backend numpy --workload forward_decode",
+        PYTHONPATH=str(tmp_path / "plugins"),
+    )
     assert code == 0, out[-4000:]
     names = [s["step"] for s in _steps(out_dir)]
-    assert names == ["install", "where", "versions", "probe-tiny_numpy_TinyNumpy", "probe-torch",
-                     "suite-cpu-tiny_numpy_TinyNumpy", "parity-pass-cpu", "bench-cpu", "merge", "facts"], names
+    assert names == [
+        "install",
+        "where",
+        "versions",
+        "probe-tiny_numpy_TinyNumpy",
+        "probe-torch",
+        "suite-cpu-tiny_numpy_TinyNumpy",
+        "parity-pass-cpu",
+        "bench-cpu",
+        "merge",
+        "facts",
+    ], names
     assert "skip torch on cpu: not installed on this machine: torch is not importable" in out, out[-3000:]
     reports = list((out_dir / "suite-cpu" / "tiny_numpy_TinyNumpy").glob("*.json"))
     assert len(reports) == 1 and json.loads(reports[0].read_text())["exit_code"] == 0, reports

@@ -16,11 +16,11 @@ import os
 
 import pytest
 
-from helpers import correct_variants, mutants
-from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance import spec
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance.run import runner
 from gpt2_conformance.run.runner import run_in_process
+from helpers import correct_variants, mutants
 
 TESTS_DIR = os.path.dirname(__file__)
 pytestmark = pytest.mark.slow  # one whole suite run per mutant
@@ -30,7 +30,17 @@ EXPECTED_KILLS = {
     "BatchRowsMixed": {"LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "POSITIONS-DECODE"},
     # its target; every cached call compared with rows of the full forward gets past_length more
     # rows (POSITIONS, GOLDEN at offsets, T = 1 at 1023); its own gradients() fails on that h
-    "CachedTokensReturnedToo": {"BOUNDS-LAST-POSITION", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET", "SHAPE-H", "TIED-GRAD"},
+    "CachedTokensReturnedToo": {
+        "BOUNDS-LAST-POSITION",
+        "GOLDEN-DECODE",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "POSITIONS-CHUNKED",
+        "POSITIONS-DECODE",
+        "POSITIONS-OFFSET",
+        "SHAPE-H",
+        "TIED-GRAD",
+    },
     # only the bfloat16 clause
     "Bfloat16ByTruncation": {"DTYPE-BFLOAT16"},
     # BOUNDS-MESSAGE: the position case returns instead of raising
@@ -39,15 +49,55 @@ EXPECTED_KILLS = {
     # h moves when a row changes, float16 against its own float32) and every formula check; not the
     # raising clauses, which judge the answer after an error only where two answers agree; a
     # dropped element does not move when its row is updated (STATE-UPDATES-SEEN)
-    "DropoutLeftOn": {"BOUNDS-LAST-POSITION", "DTYPE-FLOAT16", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "LOOKUP-ID-DTYPES", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "POSITIONS-BATCH-SHARED", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET", "STATE-UPDATES-SEEN", "TIED-GRAD"},
+    "DropoutLeftOn": {
+        "BOUNDS-LAST-POSITION",
+        "DTYPE-FLOAT16",
+        "GOLDEN-DECODE",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-BATCH-INDEPENDENT",
+        "LOOKUP-EXACT",
+        "LOOKUP-ID-DTYPES",
+        "LOOKUP-LEARNED-POSITIONS",
+        "LOOKUP-NO-DROPOUT",
+        "POSITIONS-BATCH-SHARED",
+        "POSITIONS-CHUNKED",
+        "POSITIONS-DECODE",
+        "POSITIONS-OFFSET",
+        "STATE-UPDATES-SEEN",
+        "TIED-GRAD",
+    },
     # the same mask on every call of one shape: LOOKUP-NO-DROPOUT now sees it by its signature
     # (exact zeros, the rest times 1/(1-p)); the mask differs between shapes, so every relation
     # between a full forward and its pieces fails, and dropped elements never move (LEARNED-
     # POSITIONS, LAST-POSITION, UPDATES-SEEN); float16 against its own float32 (a second rounding)
-    "DropoutFixedSeed": {"BOUNDS-LAST-POSITION", "DTYPE-FLOAT16", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "POSITIONS-BATCH-SHARED", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET", "STATE-UPDATES-SEEN"},
+    "DropoutFixedSeed": {
+        "BOUNDS-LAST-POSITION",
+        "DTYPE-FLOAT16",
+        "GOLDEN-DECODE",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-BATCH-INDEPENDENT",
+        "LOOKUP-EXACT",
+        "LOOKUP-LEARNED-POSITIONS",
+        "LOOKUP-NO-DROPOUT",
+        "POSITIONS-BATCH-SHARED",
+        "POSITIONS-CHUNKED",
+        "POSITIONS-DECODE",
+        "POSITIONS-OFFSET",
+        "STATE-UPDATES-SEEN",
+    },
     # a mask per position is the same in every relation (they all pass); its values fail
     # LOOKUP-EXACT and the golden values, and the dropped elements never move
-    "DropoutMaskPerPosition": {"BOUNDS-LAST-POSITION", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-DROPOUT", "STATE-UPDATES-SEEN"},
+    "DropoutMaskPerPosition": {
+        "BOUNDS-LAST-POSITION",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-EXACT",
+        "LOOKUP-LEARNED-POSITIONS",
+        "LOOKUP-NO-DROPOUT",
+        "STATE-UPDATES-SEEN",
+    },
     # only T = 0 crashes (SHAPE-EMPTY); its error message names no value (BOUNDS-MESSAGE)
     "EmptySequenceCrash": {"BOUNDS-MESSAGE", "SHAPE-EMPTY"},
     # only the shape clause (the others read logits of the right size in any shape)
@@ -80,33 +130,85 @@ EXPECTED_KILLS = {
     "NegativeIdsWrap": {"BOUNDS-MESSAGE", "BOUNDS-TOKEN"},
     # only the past_length clause
     "NegativePastAccepted": {"BOUNDS-PAST-LENGTH"},
-    # its targets; T = 1 at past_length 1023 does not read wpe[1023] (BOUNDS-LAST-POSITION); the golden clauses at cached offsets
-    "NoCacheOffset": {"BOUNDS-LAST-POSITION", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET"},
+    # its targets; T = 1 at past_length 1023 does not read wpe[1023] (BOUNDS-LAST-POSITION); the golden clauses at
+    # cached offsets
+    "NoCacheOffset": {
+        "BOUNDS-LAST-POSITION",
+        "GOLDEN-DECODE",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "POSITIONS-CHUNKED",
+        "POSITIONS-DECODE",
+        "POSITIONS-OFFSET",
+    },
     # only the past_length-forms case of POSITIONS-OFFSET
     "NumpyIntPastLengthIgnored": {"POSITIONS-OFFSET"},
-    # its targets; changing wpe[p] moves position p - 1 (LEARNED-POSITIONS); the real rows and the last golden offset (position 1024 raises)
-    "OffByOnePositions": {"BOUNDS-LAST-POSITION", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS"},
-    # its targets; chunks at an offset (CHUNKED); T = 1 at 1023 runs past the table (LAST-POSITION); the golden clauses at cached offsets
-    "OffsetTwice": {"BOUNDS-LAST-POSITION", "GOLDEN-DECODE", "GOLDEN-H", "GOLDEN-WPE-ROWS", "POSITIONS-CHUNKED", "POSITIONS-DECODE", "POSITIONS-OFFSET"},
+    # its targets; changing wpe[p] moves position p - 1 (LEARNED-POSITIONS); the real rows and the last golden offset
+    # (position 1024 raises)
+    "OffByOnePositions": {
+        "BOUNDS-LAST-POSITION",
+        "GOLDEN-DECODE",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-EXACT",
+        "LOOKUP-LEARNED-POSITIONS",
+    },
+    # its targets; chunks at an offset (CHUNKED); T = 1 at 1023 runs past the table (LAST-POSITION); the golden
+    # clauses at cached offsets
+    "OffsetTwice": {
+        "BOUNDS-LAST-POSITION",
+        "GOLDEN-DECODE",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "POSITIONS-CHUNKED",
+        "POSITIONS-DECODE",
+        "POSITIONS-OFFSET",
+    },
     # its targets; the bias is the error TIED-LOGITS, TIED-LOGITS-FLOAT32 and GOLDEN-LOGITS measure
     "OutputBias": {"GOLDEN-LOGITS", "SHAPE-PARAMS", "TIED-LOGITS", "TIED-LOGITS-FLOAT32", "TIED-NO-BIAS"},
     # KS and tail tests of both tables
     "RescaledTruncatedNormalInit": {"INIT-WPE", "INIT-WTE"},
     # its targets; wpe[1023] read at position 0 (LAST-POSITION); the real wpe rows
     "ReversedWpe": {"BOUNDS-LAST-POSITION", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS"},
-    # its targets; the real values (GOLDEN-H); in float16 the scale is a second rounding, more than 1 ulp from its own float32 h (DTYPE-FLOAT16)
+    # its targets; the real values (GOLDEN-H); in float16 the scale is a second rounding, more than 1 ulp from its own
+    # float32 h (DTYPE-FLOAT16)
     "ScaleBySqrtD": {"DTYPE-FLOAT16", "GOLDEN-H", "LOOKUP-EXACT", "LOOKUP-NO-SCALE"},
-    # its targets; wpe[1023] never read (LAST-POSITION); the sinusoid is added to zero tables (NO-EXTRA); the real rows; in float16 the sinusoid is rounded before the sum (DTYPE-FLOAT16)
-    "SinusoidalPositions": {"BOUNDS-LAST-POSITION", "DTYPE-FLOAT16", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS", "LOOKUP-NO-EXTRA"},
+    # its targets; wpe[1023] never read (LAST-POSITION); the sinusoid is added to zero tables (NO-EXTRA); the real
+    # rows; in float16 the sinusoid is rounded before the sum (DTYPE-FLOAT16)
+    "SinusoidalPositions": {
+        "BOUNDS-LAST-POSITION",
+        "DTYPE-FLOAT16",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-EXACT",
+        "LOOKUP-LEARNED-POSITIONS",
+        "LOOKUP-NO-EXTRA",
+    },
     # its target (every layout, test_exact_sum_in_every_layout), and the relations that hand it a
     # strided view (batch rows, a decode step all_ids[:, t:t+1]); the offset call's draws are B = 1
     "StridesIgnored": {"LOOKUP-BATCH-INDEPENDENT", "LOOKUP-EXACT", "POSITIONS-DECODE"},
     # its target and the real values (GOLDEN-H, GOLDEN-WPE-ROWS)
     "SumInFloat16": {"GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT"},
-    # its target; every formula check on the rounded tables (LOOKUP-EXACT, GOLDEN, the float32 head); float16 storage rounded twice
-    "TablesKeptInBfloat16": {"DTYPE-FLOAT16", "DTYPE-FLOAT32-ROUNDTRIP", "GOLDEN-H", "GOLDEN-TABLES-ROUNDTRIP", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "TIED-LOGITS-FLOAT32"},
+    # its target; every formula check on the rounded tables (LOOKUP-EXACT, GOLDEN, the float32 head); float16 storage
+    # rounded twice
+    "TablesKeptInBfloat16": {
+        "DTYPE-FLOAT16",
+        "DTYPE-FLOAT32-ROUNDTRIP",
+        "GOLDEN-H",
+        "GOLDEN-TABLES-ROUNDTRIP",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-EXACT",
+        "TIED-LOGITS-FLOAT32",
+    },
     # its targets; the real values (GOLDEN); in float16 the extra term is one more rounding (DTYPE-FLOAT16)
-    "TokenTypeEmbedding": {"DTYPE-FLOAT16", "GOLDEN-H", "GOLDEN-WPE-ROWS", "LOOKUP-EXACT", "LOOKUP-NO-EXTRA", "SHAPE-PARAMS"},
+    "TokenTypeEmbedding": {
+        "DTYPE-FLOAT16",
+        "GOLDEN-H",
+        "GOLDEN-WPE-ROWS",
+        "LOOKUP-EXACT",
+        "LOOKUP-NO-EXTRA",
+        "SHAPE-PARAMS",
+    },
     # std, KS and tail tests of both tables
     "TruncatedNormalInit": {"INIT-WPE", "INIT-WTE"},
     # only the message clause
@@ -197,6 +299,7 @@ FRAMEWORK_KILLS = {
 }
 FRAMEWORK_MUTANTS = [(framework, name) for framework, kills in FRAMEWORK_KILLS.items() for name in kills]
 
+
 def test_catalogue_is_complete():
     assert len(mutants.ALL) >= 20
     assert set(EXPECTED_KILLS) == {m.__name__ for m in mutants.ALL}
@@ -271,8 +374,9 @@ def test_mutant_is_killed_by_exactly_the_expected_clauses(mutant, monkeypatch):
     assert result.errors() == [], [c.message for c in result.clauses if c.status == "ERROR"]
     killed = set(result.failed())
     expected = EXPECTED_KILLS[mutant.__name__]
-    assert killed == expected, (f"{mutant.__name__}: escaped {sorted(expected - killed)}, "
-                                f"unexpectedly failed {sorted(killed - expected)}")
+    assert killed == expected, (
+        f"{mutant.__name__}: escaped {sorted(expected - killed)}, unexpectedly failed {sorted(killed - expected)}"
+    )
     _assert_every_fail_names_its_call(result, mutant.__name__)
 
 
@@ -282,8 +386,9 @@ def test_correct_variant_of_unusual_shape_passes_every_claimed_clause(variant):
     code written unlike the reference passes everything it claims."""
     result = _judged_here(variant)
     assert result.error == ""
-    assert result.failed() == [] and result.errors() == [], \
-        [(c.clause.id, c.message) for c in result.clauses if c.status in ("FAIL", "ERROR")]
+    assert result.failed() == [] and result.errors() == [], [
+        (c.clause.id, c.message) for c in result.clauses if c.status in ("FAIL", "ERROR")
+    ]
 
 
 def test_child_and_in_process_verdicts_agree(monkeypatch):
@@ -320,6 +425,7 @@ def test_framework_mutant_is_killed_by_exactly_the_expected_clauses(framework, n
     assert result.errors() == [], [c.message for c in result.clauses if c.status == "ERROR"]
     messages = {c.clause.id: c.message for c in result.clauses if c.status == "FAIL"}
     expected = FRAMEWORK_KILLS[framework][name]
-    assert set(messages) == expected, (f"{framework} {name}: escaped {sorted(expected - set(messages))}, "
-                                       f"unexpectedly failed {messages}")
+    assert set(messages) == expected, (
+        f"{framework} {name}: escaped {sorted(expected - set(messages))}, unexpectedly failed {messages}"
+    )
     _assert_every_fail_names_its_call(result, f"{framework} {name}")

@@ -72,7 +72,9 @@ def _imports(name: str, path: pathlib.Path) -> list[tuple[str, list[str], int]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             if base.split(".")[0] != PACKAGE:
                 continue
             for alias in node.names:
@@ -93,8 +95,10 @@ def _layer(module: str) -> int:
     return best[0]
 
 
-EDGES = {name: [(target, names, line) for target, names, line in _imports(name, path) if target in MODULES]
-         for name, path in MODULES.items()}
+EDGES = {
+    name: [(target, names, line) for target, names, line in _imports(name, path) if target in MODULES]
+    for name, path in MODULES.items()
+}
 
 
 def test_every_module_is_in_a_layer():
@@ -102,24 +106,36 @@ def test_every_module_is_in_a_layer():
 
 
 def test_no_import_against_the_layering():
-    against = [f"{MODULES[src].relative_to(ROOT)}:{line} {src} ({LAYERS[_layer(src)][0]}) imports {dst} "
-               f"({LAYERS[_layer(dst)][0]})"
-               for src, edges in EDGES.items() for dst, _, line in edges if _layer(dst) > _layer(src)]
+    against = [
+        f"{MODULES[src].relative_to(ROOT)}:{line} {src} ({LAYERS[_layer(src)][0]}) imports {dst} "
+        f"({LAYERS[_layer(dst)][0]})"
+        for src, edges in EDGES.items()
+        for dst, _, line in edges
+        if _layer(dst) > _layer(src)
+    ]
     assert against == []
 
 
 def test_only_the_registry_imports_a_backend():
     allowed = {f"{PACKAGE}.registry"}
-    reaching = [f"{MODULES[src].relative_to(ROOT)}:{line} imports {dst}"
-                for src, edges in EDGES.items() if src not in allowed and not src.startswith(f"{PACKAGE}.backends")
-                for dst, _, line in edges if dst.startswith(f"{PACKAGE}.backends")]
+    reaching = [
+        f"{MODULES[src].relative_to(ROOT)}:{line} imports {dst}"
+        for src, edges in EDGES.items()
+        if src not in allowed and not src.startswith(f"{PACKAGE}.backends")
+        for dst, _, line in edges
+        if dst.startswith(f"{PACKAGE}.backends")
+    ]
     assert reaching == []
 
 
 def test_no_module_takes_another_modules_private_names():
-    private = [f"{MODULES[src].relative_to(ROOT)}:{line} takes {dst}.{n}"
-               for src, edges in EDGES.items() for dst, names, line in edges for n in names
-               if n.startswith("_") and dst != src]
+    private = [
+        f"{MODULES[src].relative_to(ROOT)}:{line} takes {dst}.{n}"
+        for src, edges in EDGES.items()
+        for dst, names, line in edges
+        for n in names
+        if n.startswith("_") and dst != src
+    ]
     assert private == []
 
 

@@ -75,7 +75,9 @@ def test_a_failed_suite_tests_frames_are_freed_before_the_next_test():
     FailsHoldingAnArray.alive_at_call.clear()
     gc.disable()
     try:
-        result = run_in_process(FailsHoldingAnArray, "fails-holding", extra_args=[a for c in cases for a in ("--gpt2c-case", c)])
+        result = run_in_process(
+            FailsHoldingAnArray, "fails-holding", extra_args=[a for c in cases for a in ("--gpt2c-case", c)]
+        )
     finally:
         gc.enable()
     assert sorted(result.failed()) == ["LOOKUP-EXACT", "LOOKUP-NO-EXTRA"]
@@ -118,11 +120,17 @@ def test_a_framework_imported_by_a_suite_test_is_frozen_after_it():
     from gpt2_conformance.run.runner import run_in_process
     from helpers.bad_adapters import ImportsAFrameworkWhenBuilt
 
-    cases = ["test_lookup.py::test_exact_sum_in_every_layout[C]", "test_lookup.py::test_batch_rows_independent[past_length 0]"]
+    cases = [
+        "test_lookup.py::test_exact_sum_in_every_layout[C]",
+        "test_lookup.py::test_batch_rows_independent[past_length 0]",
+    ]
     ImportsAFrameworkWhenBuilt.frozen_at_call.clear()
     try:
-        result = run_in_process(ImportsAFrameworkWhenBuilt, "imports-a-framework",
-                                extra_args=[a for c in cases for a in ("--gpt2c-case", c)])
+        result = run_in_process(
+            ImportsAFrameworkWhenBuilt,
+            "imports-a-framework",
+            extra_args=[a for c in cases for a in ("--gpt2c-case", c)],
+        )
     finally:
         framework = [name for name in sys.modules if name.startswith("gpt2c_test_framework_")]
         for name in framework:

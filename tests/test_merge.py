@@ -12,11 +12,9 @@ import numpy as np
 import pytest
 
 from gpt2_conformance import cli, registry, spec
-
-from gpt2_conformance.merge import model
-
-from gpt2_conformance.run import parity
 from gpt2_conformance import results as res
+from gpt2_conformance.merge import model
+from gpt2_conformance.run import parity
 from helpers.reports import bench_json, suite_result, write
 
 
@@ -46,8 +44,12 @@ def cell(doc, clause, column):
 # -- one verdict from two runs ----------------------------------------------------------
 def test_two_devices_give_one_matrix_and_parity_table(tmp_path, capsys, fingerprint):
     cpu = suite_result(environment={"host": "box", "device_name": "AMD EPYC"}, fp=fingerprint)
-    gpu = suite_result(device="gpu", statuses={"DTYPE-BFLOAT16": res.NOT_CLAIMED, "INIT-WPE": res.WAIVED},
-                       environment={"host": "box", "device_name": "NVIDIA H200"}, fp=fingerprint)
+    gpu = suite_result(
+        device="gpu",
+        statuses={"DTYPE-BFLOAT16": res.NOT_CLAIMED, "INIT-WPE": res.WAIVED},
+        environment={"host": "box", "device_name": "NVIDIA H200"},
+        fp=fingerprint,
+    )
     code, err, doc = merge_files([write(tmp_path, "a.json", cpu), write(tmp_path, "b.json", gpu)], tmp_path, capsys)
     assert code == 0, err
     assert [c["label"] for c in doc["columns"]] == ["numpy cpu", "numpy gpu"]
@@ -73,8 +75,14 @@ def test_h_that_differs_between_devices_is_a_parity_problem(tmp_path, capsys, nu
     gpu_fp = parity.fingerprint(wrong, numpy_outputs)
     assert gpu_fp["cases"]["h_prefill"]["sha256"] != fingerprint["cases"]["h_prefill"]["sha256"]
     assert 0 < gpu_fp["cases"]["h_prefill"]["max_abs_diff"] < 1e-6
-    code, err, doc = merge_files([write(tmp_path, "a.json", suite_result(fp=fingerprint)),
-                                  write(tmp_path, "b.json", suite_result(device="gpu", fp=gpu_fp))], tmp_path, capsys)
+    code, err, doc = merge_files(
+        [
+            write(tmp_path, "a.json", suite_result(fp=fingerprint)),
+            write(tmp_path, "b.json", suite_result(device="gpu", fp=gpu_fp)),
+        ],
+        tmp_path,
+        capsys,
+    )
     assert code == 1, "a backend whose h differs between CPU and GPU must fail the merge"
     assert "numpy: float32 h_prefill is not bit-identical between numpy cpu [A], numpy gpu [B]" in err
     gpu_row = doc["parity"]["rows"][1]["cases"]
@@ -86,14 +94,22 @@ def test_h_that_differs_between_devices_is_a_parity_problem(tmp_path, capsys, nu
 
 def test_two_backends_and_a_bench_file(tmp_path, capsys, fingerprint):
     failing = suite_result("torch", statuses={"BOUNDS-TOKEN": res.FAIL}, fp=fingerprint)
-    paths = [write(tmp_path, "numpy.json", suite_result(fp=fingerprint)), write(tmp_path, "torch.json", failing),
-             write(tmp_path, "bench.json", bench_json())]
+    paths = [
+        write(tmp_path, "numpy.json", suite_result(fp=fingerprint)),
+        write(tmp_path, "torch.json", failing),
+        write(tmp_path, "bench.json", bench_json()),
+    ]
     code, err, doc = merge_files(paths, tmp_path, capsys)
     assert code == 1, "a run that failed a clause fails the merged verdict"
     assert cell(doc, "BOUNDS-TOKEN", "torch cpu") == res.FAIL
     assert {(b["group"], b["backend"]) for b in doc["bench"]} == {
-        ("forward_prefill B8-T1024-d768", "numpy"), ("forward_decode B1-T1-d768-past512", "numpy")}
-    assert "| forward_prefill B8-T1024-d768 | numpy | cpu | host-a | suite |" in (tmp_path / "merged" / "merged.md").read_text()
+        ("forward_prefill B8-T1024-d768", "numpy"),
+        ("forward_decode B1-T1-d768-past512", "numpy"),
+    }
+    assert (
+        "| forward_prefill B8-T1024-d768 | numpy | cpu | host-a | suite |"
+        in (tmp_path / "merged" / "merged.md").read_text()
+    )
 
 
 def test_same_column_on_two_hosts_is_two_explicit_columns(tmp_path, capsys):
@@ -125,7 +141,10 @@ def test_older_report_without_environment_fields_still_merges(tmp_path, capsys):
 
 
 def test_a_clause_missing_from_a_report_is_absent_never_pass(tmp_path, capsys):
-    paths = [write(tmp_path, "a.json", suite_result()), write(tmp_path, "b.json", suite_result("jax", drop=("TIED-GRAD",)))]
+    paths = [
+        write(tmp_path, "a.json", suite_result()),
+        write(tmp_path, "b.json", suite_result("jax", drop=("TIED-GRAD",))),
+    ]
     code, err, doc = merge_files(paths, tmp_path, capsys)
     assert cell(doc, "TIED-GRAD", "jax cpu") == model.ABSENT and cell(doc, "TIED-GRAD", "numpy cpu") == res.PASS
     assert "| TIED-GRAD | PASS | absent |" in (tmp_path / "merged" / "merged.md").read_text()
@@ -151,16 +170,25 @@ BAD = {
     "not-json": ("{not json", "not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
     "array": ([1, 2], "top level is a JSON list, but should be an object"),
     "neither": ({"hello": 1}, "neither a gpt2-conformance report (no 'format' key) nor a pytest-benchmark JSON"),
-    "foreign-format": ({"format": "onnx-scoreboard/1"}, "'format' is 'onnx-scoreboard/1', not a gpt2-conformance report"),
-    "old-format": (_bad_report(format="gpt2-conformance-report/1"),
-                   "report format 'gpt2-conformance-report/1', but merge reads 'gpt2-conformance-report/2'"),
+    "foreign-format": (
+        {"format": "onnx-scoreboard/1"},
+        "'format' is 'onnx-scoreboard/1', not a gpt2-conformance report",
+    ),
+    "old-format": (
+        _bad_report(format="gpt2-conformance-report/1"),
+        "report format 'gpt2-conformance-report/1', but merge reads 'gpt2-conformance-report/2'",
+    ),
     "no-backend": ({k: v for k, v in _bad_report().items() if k != "backend"}, "backend is missing"),
     "clauses-not-list": (_bad_report(clauses={"a": 1}), "clauses is dict {'a': 1}, but should be list"),
-    "bad-status": (_bad_report(clauses=[{"id": "SHAPE-H", "status": "MAYBE"}]),
-                   "clauses[0].status is 'MAYBE', but should be one of PASS, FAIL, DEVIATION (WAIVED)"),
+    "bad-status": (
+        _bad_report(clauses=[{"id": "SHAPE-H", "status": "MAYBE"}]),
+        "clauses[0].status is 'MAYBE', but should be one of PASS, FAIL, DEVIATION (WAIVED)",
+    ),
     "clause-twice": (_bad_report(clauses=[{"id": "SHAPE-H", "status": "PASS"}] * 2), "clause SHAPE-H appears twice"),
-    "bench-no-median": ({"machine_info": {}, "benchmarks": [{"name": "t", "stats": {"mean": 1}}]},
-                        "benchmarks[0].stats.median is missing"),
+    "bench-no-median": (
+        {"machine_info": {}, "benchmarks": [{"name": "t", "stats": {"mean": 1}}]},
+        "benchmarks[0].stats.median is missing",
+    ),
     "bad-parity": (_bad_report(parity={"cases": 3}), "parity has no 'cases' with a sha256 each or no 'inputs_sha256'"),
 }
 
@@ -204,8 +232,9 @@ def test_duplicate_cell_is_refused_even_with_equal_verdicts(tmp_path, capsys):
 def test_one_clause_described_two_ways_is_refused(tmp_path, capsys):
     other = suite_result("torch").to_dict()
     other["clauses"][0]["title"] = "something else"
-    code, err, _ = merge_files([write(tmp_path, "a.json", suite_result()), write(tmp_path, "b.json", other)],
-                               tmp_path, capsys)
+    code, err, _ = merge_files(
+        [write(tmp_path, "a.json", suite_result()), write(tmp_path, "b.json", other)], tmp_path, capsys
+    )
     assert code == 2 and "clause SHAPE-TABLES is" in err and "(same spec version)" in err
 
 
@@ -265,8 +294,9 @@ def test_bench_raw_output_named_on_the_command_line_is_skipped_with_a_note(tmp_p
     raw = write(tmp_path, "bench-results.json", RAW_BENCH)
     code, err, doc = merge_files([write(tmp_path, "report.json", suite_result()), raw], tmp_path, capsys)
     assert code == 0 and doc["inputs"] == ["report.json"]
-    assert err.splitlines() == [f"gpt2-conformance merge: skipped {raw}: the bench's raw output; merge reads the "
-                                "bench.json written beside it"]
+    assert err.splitlines() == [
+        f"gpt2-conformance merge: skipped {raw}: the bench's raw output; merge reads the bench.json written beside it"
+    ]
 
 
 def test_folder_of_only_bench_raw_output_says_what_it_found(tmp_path, capsys):
@@ -275,9 +305,11 @@ def test_folder_of_only_bench_raw_output_says_what_it_found(tmp_path, capsys):
     raw = write(folder, "bench-results.json", RAW_BENCH)
     code, err, doc = merge_files([str(folder)], tmp_path, capsys)
     assert code == 2 and doc is None
-    assert err.splitlines() == ["gpt2-conformance merge: error: no conformance report or bench JSON among the inputs; "
-                                f"found only: {raw} (the bench's raw output; merge reads the bench.json written "
-                                "beside it)"]
+    assert err.splitlines() == [
+        "gpt2-conformance merge: error: no conformance report or bench JSON among the inputs; "
+        f"found only: {raw} (the bench's raw output; merge reads the bench.json written "
+        "beside it)"
+    ]
 
 
 # -- no machine-local path in what merge publishes ----------------------------------------
@@ -292,21 +324,33 @@ def test_published_outputs_carry_no_machine_local_path(tmp_path, capsys):
 
     # the line reports made before describe() stopped naming the folder carry (merge still reads them)
     golden = data.load()
-    fixtures = (f"shipped fixtures ({data.fixtures_dir()}): the real GPT-2 124M wpe (sha256 "
-                f"{golden.reference_digests['124M']['wpe']['sha256']['value'][:12]}...) and {len(golden.wte_known)} "
-                "known real wte values; other wte elements are a seeded stand-in, never compared")
+    fixtures = (
+        f"shipped fixtures ({data.fixtures_dir()}): the real GPT-2 124M wpe (sha256 "
+        f"{golden.reference_digests['124M']['wpe']['sha256']['value'][:12]}...) and {len(golden.wte_known)} "
+        "known real wte values; other wte elements are a seeded stand-in, never compared"
+    )
     assert data.fixtures_dir() in fixtures, "the premise: a report's golden_data names the checkout's fixtures"
-    checkpoint = f"checkpoint {tmp_path}/models/gpt2/model.safetensors (its own tables; golden vectors from the " \
-                 "shipped fixtures)"
+    checkpoint = (
+        f"checkpoint {tmp_path}/models/gpt2/model.safetensors (its own tables; golden vectors from the "
+        "shipped fixtures)"
+    )
     folder = tmp_path / "artifacts"
     for sub in ("numpy-cpu", "torch-gpu", "bench", "jax-cpu"):
         (folder / sub).mkdir(parents=True)
-    paths = [write(folder / "numpy-cpu", "report.json", suite_result(environment={"golden_data": fixtures})),
-             write(folder / "torch-gpu", "report.json",
-                   suite_result("torch", "gpu", environment={"golden_data": f"shipped fixtures ({tmp_path}/fix): x"})),
-             write(folder / "jax-cpu", "gpt2-conformance-jax-cpu.json",
-                   suite_result("jax", environment={"golden_data": checkpoint})),
-             write(folder / "bench", "bench.json", bench_json())]
+    paths = [
+        write(folder / "numpy-cpu", "report.json", suite_result(environment={"golden_data": fixtures})),
+        write(
+            folder / "torch-gpu",
+            "report.json",
+            suite_result("torch", "gpu", environment={"golden_data": f"shipped fixtures ({tmp_path}/fix): x"}),
+        ),
+        write(
+            folder / "jax-cpu",
+            "gpt2-conformance-jax-cpu.json",
+            suite_result("jax", environment={"golden_data": checkpoint}),
+        ),
+        write(folder / "bench", "bench.json", bench_json()),
+    ]
     (folder / "bench" / "stray.json").write_text("{}")
     code, err, doc = merge_files([*paths[:-1], str(folder / "bench")], tmp_path, capsys)
     assert code == 0, err
@@ -319,14 +363,23 @@ def test_published_outputs_carry_no_machine_local_path(tmp_path, capsys):
         for local in {str(tmp_path), os.getcwd(), data.fixtures_dir(), os.path.expanduser("~")} - {"/"}:
             assert local not in text, f"{name} names the machine-local path {local}"
         assert not ABSOLUTE_PATH.findall(text), f"{name} has absolute paths {ABSOLUTE_PATH.findall(text)}"
-    assert [c["file"] for c in doc["columns"]] == ["numpy-cpu/report.json", "torch-gpu/report.json",
-                                                   "gpt2-conformance-jax-cpu.json"]
+    assert [c["file"] for c in doc["columns"]] == [
+        "numpy-cpu/report.json",
+        "torch-gpu/report.json",
+        "gpt2-conformance-jax-cpu.json",
+    ]
     assert doc["inputs"][-1] == "bench.json" and doc["ignored"] == ["stray.json"]
-    assert doc["golden_data"] == sorted([
-        fixtures.replace(f" ({data.fixtures_dir()})", ""), "shipped fixtures: x",
-        "checkpoint model.safetensors (its own tables; golden vectors from the shipped fixtures)"])
-    assert "golden data: checkpoint model.safetensors (its own tables; golden vectors from the shipped fixtures); " \
-           "shipped fixtures: the real GPT-2 124M wpe (sha256 " in published["merged.md"]
+    assert doc["golden_data"] == sorted(
+        [
+            fixtures.replace(f" ({data.fixtures_dir()})", ""),
+            "shipped fixtures: x",
+            "checkpoint model.safetensors (its own tables; golden vectors from the shipped fixtures)",
+        ]
+    )
+    assert (
+        "golden data: checkpoint model.safetensors (its own tables; golden vectors from the shipped fixtures); "
+        "shipped fixtures: the real GPT-2 124M wpe (sha256 " in published["merged.md"]
+    )
     assert "<td>numpy-cpu/report.json</td>" in published["scoreboard.html"]
 
 
@@ -342,31 +395,40 @@ def test_different_parity_inputs_are_noted_not_compared(tmp_path, capsys, finger
     other = json.loads(json.dumps(fingerprint))
     other["inputs_sha256"] = "0" * 64
     other["cases"]["h_prefill"]["sha256"] = "f" * 64  # would be a problem if the inputs were the same
-    paths = [write(tmp_path, "a.json", suite_result(fp=fingerprint)),
-             write(tmp_path, "b.json", suite_result(device="gpu", fp=other))]
+    paths = [
+        write(tmp_path, "a.json", suite_result(fp=fingerprint)),
+        write(tmp_path, "b.json", suite_result(device="gpu", fp=other)),
+    ]
     code, err, doc = merge_files(paths, tmp_path, capsys)
     assert code == 0 and doc["parity"]["problems"] == [], err
-    assert doc["parity"]["notes"] == ["runs used different parity inputs (different suite versions?), compared "
-                                      "within each set only: numpy cpu; numpy gpu"]
+    assert doc["parity"]["notes"] == [
+        "runs used different parity inputs (different suite versions?), compared "
+        "within each set only: numpy cpu; numpy gpu"
+    ]
     assert doc["parity"]["rows"][1]["comparable_with_reference_column"] is False
 
 
 def test_reference_that_differs_between_machines_is_a_problem(tmp_path, capsys, fingerprint):
     other = json.loads(json.dumps(fingerprint))
     other["cases"]["h_decode"]["reference_sha256"] = "e" * 64
-    paths = [write(tmp_path, "a.json", suite_result(fp=fingerprint)),
-             write(tmp_path, "b.json", suite_result("torch", environment={"host": "h2"}, fp=other))]
+    paths = [
+        write(tmp_path, "a.json", suite_result(fp=fingerprint)),
+        write(tmp_path, "b.json", suite_result("torch", environment={"host": "h2"}, fp=other)),
+    ]
     code, err, doc = merge_files(paths, tmp_path, capsys)
     assert code == 1
-    assert doc["parity"]["problems"] == ["the NumPy reference's h_decode differs between the machines of numpy cpu, "
-                                         "torch cpu"]
+    assert doc["parity"]["problems"] == [
+        "the NumPy reference's h_decode differs between the machines of numpy cpu, torch cpu"
+    ]
 
 
 def test_run_all_parity_table_comes_from_the_fingerprints(fingerprint):
     table = parity.table_from_fingerprints({"numpy": fingerprint, "torch": {"error": "exit code 1: ImportError"}})
-    assert table.splitlines()[2:] == ["| numpy | 0 | 0 | 0 |",
-                                      "| torch | failed: exit code 1: ImportError | failed: exit code 1: ImportError "
-                                      "| failed: exit code 1: ImportError |"]
+    assert table.splitlines()[2:] == [
+        "| numpy | 0 | 0 | 0 |",
+        "| torch | failed: exit code 1: ImportError | failed: exit code 1: ImportError "
+        "| failed: exit code 1: ImportError |",
+    ]
 
 
 def test_a_fingerprint_not_computed_is_not_called_failed(fingerprint):
@@ -375,8 +437,10 @@ def test_a_fingerprint_not_computed_is_not_called_failed(fingerprint):
     missing = parity.not_computed("nothing was checked in this run")
     assert missing == {"error": "not computed: nothing was checked in this run"}, missing
     table = parity.table_from_fingerprints({"numpy": fingerprint, "torch": missing})
-    assert table.splitlines()[3] == ("| torch | not computed: nothing was checked in this run | not computed: nothing "
-                                     "was checked in this run | not computed: nothing was checked in this run |")
+    assert table.splitlines()[3] == (
+        "| torch | not computed: nothing was checked in this run | not computed: nothing "
+        "was checked in this run | not computed: nothing was checked in this run |"
+    )
 
 
 def test_columns_follow_the_registry_order_whatever_the_file_order(tmp_path, capsys):
@@ -388,8 +452,8 @@ def test_columns_follow_the_registry_order_whatever_the_file_order(tmp_path, cap
 def test_a_no_cache_run_has_a_fingerprint_without_the_decode_case(tmp_path):
     """The fingerprint never calls what the adapter did not claim: a no-cache adapter's has
     h_prefill and logits, h_decode is "not claimed", and merge shows it so."""
-    from helpers import strict_adapters
     from gpt2_conformance.run import parity
+    from helpers import strict_adapters
 
     out = parity.outputs(strict_adapters.NoCache)
     assert set(out) == {"h_prefill", "logits"} and strict_adapters.VIOLATIONS == []
@@ -417,9 +481,11 @@ def test_an_upstream_dir_that_links_nothing_is_refused(tmp_path, capsys):
     or no --out-dir to write the scoreboard it links."""
     report = write(tmp_path, "a.json", suite_result())
     (tmp_path / "empty").mkdir()
-    for extra, says in [([str(tmp_path / "nope"), "--out-dir", str(tmp_path / "o")], "no such folder"),
-                        ([str(tmp_path / "empty"), "--out-dir", str(tmp_path / "o")], "no <backend>/status.json"),
-                        ([str(tmp_path / "empty")], "only --out-dir writes the scoreboard")]:
+    for extra, says in [
+        ([str(tmp_path / "nope"), "--out-dir", str(tmp_path / "o")], "no such folder"),
+        ([str(tmp_path / "empty"), "--out-dir", str(tmp_path / "o")], "no <backend>/status.json"),
+        ([str(tmp_path / "empty")], "only --out-dir writes the scoreboard"),
+    ]:
         assert cli.main(["merge", report, "--upstream-dir", *extra]) == 2
         assert says in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

@@ -62,14 +62,20 @@ def _judging(functions) -> set[str]:
 def test_every_test_can_fail():
     functions = _functions()
     judging = _judging(functions)
-    idle = sorted(f"{path.relative_to(ROOT)}:{node.lineno} {name}" for name, defs in functions.items()
-                  if name.startswith("test_") and name not in judging for path, node in defs
-                  if path.name.startswith("test_"))
+    idle = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno} {name}"
+        for name, defs in functions.items()
+        if name.startswith("test_") and name not in judging
+        for path, node in defs
+        if path.name.startswith("test_")
+    )
     assert idle == [], "tests that assert nothing and expect no exception"
 
 
 def test_the_check_finds_a_test_that_asserts_nothing():
-    tree = ast.parse("def test_idle():\n    x = 1 + 1\n\ndef test_ok():\n    assert 1\n\n"
-                     "def helper():\n    assert 2\n\ndef test_via_helper():\n    helper()\n")
+    tree = ast.parse(
+        "def test_idle():\n    x = 1 + 1\n\ndef test_ok():\n    assert 1\n\n"
+        "def helper():\n    assert 2\n\ndef test_via_helper():\n    helper()\n"
+    )
     functions = {n.name: [(ROOT / "tests" / "test_x.py", n)] for n in tree.body}
     assert _judging(functions) == {"test_ok", "helper", "test_via_helper"}

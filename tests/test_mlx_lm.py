@@ -20,8 +20,10 @@ from gpt2_conformance.backends.thirdparty.mlx_lm import adapter as mlx_adapter  
 def adapter():
     a = mlx_adapter.MlxLmAdapter()
     rng = np.random.default_rng(0)
-    a.load_tables(rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
-                  rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01))
+    a.load_tables(
+        rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
+        rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01),
+    )
     return a
 
 

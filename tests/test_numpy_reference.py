@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.backends.numpy import adapter as numpy_adapter
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
-from gpt2_conformance.api.adapter import AdapterConfig
 
 
 @pytest.fixture(scope="module")
@@ -24,26 +24,32 @@ def reference():
 
 
 @pytest.mark.parametrize("cores", [2, 3])  # this machine's count must not decide which splits run
-@pytest.mark.parametrize("batch, seq, past_length", [
-    (8, 1024, 0),  # the bench's bar shape: batch rows split over the cores
-    (3, 1000, 24),  # batch rows in pieces of unequal size, past_length > 0
-    (1, 1024, 0),  # one sequence: split along time
-    (1, 1023, 1),  # time pieces of unequal size, ending at position 1023
-    (64, 1, 512),  # a decode step: split in batch rows of one token each
-    (2, 0, 5),  # empty
-])
+@pytest.mark.parametrize(
+    "batch, seq, past_length",
+    [
+        (8, 1024, 0),  # the bench's bar shape: batch rows split over the cores
+        (3, 1000, 24),  # batch rows in pieces of unequal size, past_length > 0
+        (1, 1024, 0),  # one sequence: split along time
+        (1, 1023, 1),  # time pieces of unequal size, ending at position 1023
+        (64, 1, 512),  # a decode step: split in batch rows of one token each
+        (2, 0, 5),  # empty
+    ],
+)
 def test_gather_add_equals_the_formula(reference, monkeypatch, cores, batch, seq, past_length):
     monkeypatch.setattr(numpy_adapter, "_cores", lambda: cores)
     monkeypatch.setattr(numpy_adapter, "_THREADED_MIN_ELEMENTS", 0)  # split even the small shapes
     rng = np.random.default_rng(batch * 1000 + seq)
     ids = rng.integers(0, 50257, (batch, seq), dtype=np.int64)
     got = reference.embed(ids, past_length)
-    want = reference.wte[ids] + reference.wpe[past_length:past_length + seq][None]
+    want = reference.wte[ids] + reference.wpe[past_length : past_length + seq][None]
     assert got.shape == want.shape and got.dtype == want.dtype, (
-        f"embed(ids.shape={ids.shape}).shape={got.shape} dtype={got.dtype}, but should be {want.shape} {want.dtype}")
+        f"embed(ids.shape={ids.shape}).shape={got.shape} dtype={got.dtype}, but should be {want.shape} {want.dtype}"
+    )
     diff = np.flatnonzero(got.reshape(-1).view(np.uint32) != want.reshape(-1).view(np.uint32))
-    assert diff.size == 0, (f"embed(ids.shape={ids.shape}, past_length={past_length}) differs from "
-                            f"wte[ids] + wpe[...] in {diff.size} elements, first at flat index {diff[:1]}")
+    assert diff.size == 0, (
+        f"embed(ids.shape={ids.shape}, past_length={past_length}) differs from "
+        f"wte[ids] + wpe[...] in {diff.size} elements, first at flat index {diff[:1]}"
+    )
 
 
 def test_threaded_path_is_taken_at_the_bar_shape(reference, monkeypatch):

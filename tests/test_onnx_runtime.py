@@ -19,11 +19,14 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import torch  # noqa: E402
 
+from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import gpt2_config  # noqa: E402
 from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export  # noqa: E402
 from gpt2_conformance.backends.thirdparty.onnxruntime_hf.adapter import (  # noqa: E402
-    PROVIDER, OnnxRuntimeHFAdapter, OnnxRuntimeHFPositionIdsAdapter)
-from gpt2_conformance.api import gpt2  # noqa: E402
+    PROVIDER,
+    OnnxRuntimeHFAdapter,
+    OnnxRuntimeHFPositionIdsAdapter,
+)
 
 D = gpt2.N_EMBD_SMALL
 
@@ -49,7 +52,11 @@ def test_exported_graph_keeps_the_tie(graph):
     head = _consumers(model, transpose.output[0])
     assert [(n.op_type, list(n.output)) for n in head] == [("MatMul", ["logits"])], head
     assert graph.head_uses_wte
-    assert sorted(n.op_type for n in model.graph.node if n.op_type in ("Gather", "MatMul")) == ["Gather", "Gather", "MatMul"]
+    assert sorted(n.op_type for n in model.graph.node if n.op_type in ("Gather", "MatMul")) == [
+        "Gather",
+        "Gather",
+        "MatMul",
+    ]
 
 
 def test_offset_is_the_cache_length_in_the_graph(graph):
@@ -68,8 +75,15 @@ def test_offset_is_the_cache_length_in_the_graph(graph):
 
 def test_versions_recorded(graph):
     text = OnnxRuntimeHFAdapter.implementation()
-    for part in (f"onnxruntime {ort.__version__}", PROVIDER, f"torch {torch.__version__}", "dynamo=True",
-                 f"opset {export.OPSET}", f"onnx {onnx.__version__}", "transformers"):
+    for part in (
+        f"onnxruntime {ort.__version__}",
+        PROVIDER,
+        f"torch {torch.__version__}",
+        "dynamo=True",
+        f"opset {export.OPSET}",
+        f"onnx {onnx.__version__}",
+        "transformers",
+    ):
         assert part in text, f"implementation()={text!r}, but should name {part!r}"
     opsets = {o.domain or "ai.onnx": o.version for o in onnx.load_from_string(graph.model_bytes).opset_import}
     assert opsets.get("ai.onnx") == export.OPSET == graph.opset, opsets
@@ -83,8 +97,9 @@ def test_session_gives_the_head_its_own_copy_of_wte(graph, tmp_path):
     wpe = rng.standard_normal((gpt2.N_CTX, D), dtype=np.float32)
     options = ort.SessionOptions()
     options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    options.add_external_initializers([graph.wte_name, graph.wpe_name],
-                                      [ort.OrtValue.ortvalue_from_numpy(t) for t in (wte, wpe)])
+    options.add_external_initializers(
+        [graph.wte_name, graph.wpe_name], [ort.OrtValue.ortvalue_from_numpy(t) for t in (wte, wpe)]
+    )
     ort.InferenceSession(graph.model_bytes, options, providers=[PROVIDER])
     optimized = onnx.load(options.optimized_model_filepath)
     copies = [i for i in optimized.graph.initializer if tuple(i.dims) == (D, gpt2.N_VOCAB)]
@@ -97,9 +112,10 @@ def test_bfloat16_has_no_cpu_kernel():
     graph = export.export(D, "bfloat16")
     tables = [np.zeros((gpt2.N_VOCAB, D), np.uint16), np.zeros((gpt2.N_CTX, D), np.uint16)]
     options = ort.SessionOptions()
-    options.add_external_initializers([graph.wte_name, graph.wpe_name],
-                                      [ort.OrtValue.ortvalue_from_numpy_with_onnx_type(t, onnx.TensorProto.BFLOAT16)
-                                       for t in tables])
+    options.add_external_initializers(
+        [graph.wte_name, graph.wpe_name],
+        [ort.OrtValue.ortvalue_from_numpy_with_onnx_type(t, onnx.TensorProto.BFLOAT16) for t in tables],
+    )
     with pytest.raises(Exception, match=r"NOT_IMPLEMENTED.*Add"):
         ort.InferenceSession(graph.model_bytes, options, providers=[PROVIDER])
     assert "bfloat16" not in OnnxRuntimeHFAdapter.capabilities.dtypes
@@ -119,13 +135,23 @@ def test_torchscript_exporter_unties_the_head(tmp_path):
     config = gpt2_config(D)
     model = GPT2LMHeadModel(config).eval()
     n_head, head_dim = config.n_head, D // config.n_head
-    example = (torch.zeros(2, 5, dtype=torch.int64), torch.zeros(2, n_head, 3, head_dim),
-               torch.zeros(2, n_head, 3, head_dim), torch.zeros(2, 5, D))
+    example = (
+        torch.zeros(2, 5, dtype=torch.int64),
+        torch.zeros(2, n_head, 3, head_dim),
+        torch.zeros(2, n_head, 3, head_dim),
+        torch.zeros(2, 5, D),
+    )
     path = tmp_path / "torchscript.onnx"
     with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(export.module(model), example, str(path), dynamo=False,
-                          input_names=list(export.INPUTS), output_names=list(export.OUTPUTS))
+        torch.onnx.export(
+            export.module(model),
+            example,
+            str(path),
+            dynamo=False,
+            input_names=list(export.INPUTS),
+            output_names=list(export.OUTPUTS),
+        )
     exported = onnx.load(str(path))
     tables = {i.name: tuple(i.dims) for i in exported.graph.initializer if len(i.dims) == 2}
     assert sorted(tables.values()) == [(D, gpt2.N_VOCAB), (gpt2.N_CTX, D), (gpt2.N_VOCAB, D)], tables

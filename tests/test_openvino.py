@@ -81,6 +81,10 @@ def test_default_precision_would_change_the_head(loaded):
 
 def test_versions_recorded():
     text = OpenVINOHFAdapter.implementation()
-    for part in (f"OpenVINO {ov.get_version()}", "INFERENCE_PRECISION_HINT f32", f"torch {torch.__version__}",
-                 f"opset {export.OPSET}"):
+    for part in (
+        f"OpenVINO {ov.get_version()}",
+        "INFERENCE_PRECISION_HINT f32",
+        f"torch {torch.__version__}",
+        f"opset {export.OPSET}",
+    ):
         assert part in text, f"implementation()={text!r}, but should name {part!r}"

@@ -41,8 +41,12 @@ def test_the_check_finds_a_local_path():
 
 
 def test_a_run_writes_reports_without_local_paths(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir",
-                          "r", "--jobs", "1"], capture_output=True, text=True, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     for ext in ("json", "md", "xml"):
         text = (tmp_path / "r" / f"gpt2-conformance-numpy-cpu.{ext}").read_text()

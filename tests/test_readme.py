@@ -28,7 +28,7 @@ def table(text: str, header_start: str) -> list[list[str]]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
@@ -55,8 +55,10 @@ def test_readme_starts_with_the_two_commands_and_ci_runs_the_second():
     commands = [line for line in bash.splitlines() if line and not line.startswith("#")]
     assert len(commands) == 2
     assert "gpt2-conformance run --backend all" in commands[0]
-    assert commands[1] == ("python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[all,test]' "
-                           "&& .venv/bin/python -m pytest --slow -n auto")
+    assert commands[1] == (
+        "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[all,test]' "
+        "&& .venv/bin/python -m pytest --slow -n auto"
+    )
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert commands[1] in ci_lines, ".ci/run must run the README's test command verbatim"
 
@@ -74,7 +76,14 @@ def test_minimal_adapter_runs_as_written(tmp_path, monkeypatch):
     assert result.error == ""
     assert [c for c, s in statuses.items() if s == FAIL] == []
     assert {c for c, s in statuses.items() if s == NOT_CLAIMED} == {
-        "INIT-WTE", "INIT-WPE", "INIT-DISTINCT", "TIED-STORAGE", "TIED-GRAD", "DTYPE-FLOAT16", "DTYPE-BFLOAT16"}
+        "INIT-WTE",
+        "INIT-WPE",
+        "INIT-DISTINCT",
+        "TIED-STORAGE",
+        "TIED-GRAD",
+        "DTYPE-FLOAT16",
+        "DTYPE-BFLOAT16",
+    }
 
 
 def _slug(heading: str) -> str:
@@ -104,13 +113,25 @@ def test_scorecard_excerpts_show_the_spec_as_it_is():
     counts = re.search(r"^  (\d+) passed, (\d+) failed, (\d+) not claimed, (\d+) skipped in ", section, re.M)
     assert counts, "the Scorecard section has no summary line ('N passed, N failed, ...')"
     counted = sum(map(int, counts.groups()))
-    assert counted == len(spec.CLAUSES), (f"README's summary {counts.group(0).strip()!r} counts {counted} clauses, "
-                                          f"but spec {spec.SPEC_VERSION} has {len(spec.CLAUSES)}")
+    assert counted == len(spec.CLAUSES), (
+        f"README's summary {counts.group(0).strip()!r} counts {counted} clauses, "
+        f"but spec {spec.SPEC_VERSION} has {len(spec.CLAUSES)}"
+    )
 
 
-@pytest.mark.parametrize("doc", ["README.md", "reports/README.md", "reports/parity.md", "reports/thirdparty.md",
-                                 "reports/kill-matrix.md", "reports/bench/README.md", "reports/performance.md",
-                                 "examples/README.md"])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "README.md",
+        "reports/README.md",
+        "reports/parity.md",
+        "reports/thirdparty.md",
+        "reports/kill-matrix.md",
+        "reports/bench/README.md",
+        "reports/performance.md",
+        "examples/README.md",
+    ],
+)
 def test_relative_links_resolve(doc):
     path = ROOT / doc
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", path.read_text()):
@@ -138,15 +159,21 @@ def test_backend_row_matches_registry_capabilities_and_waivers(name):
     assert dtypes.split(", ") == list(caps.dtypes)
     assert devices.split(", ") == list(caps.devices)
     expected = {c for c in BOOLEAN_CLAIMS if getattr(caps, c)}
-    listed = set(BOOLEAN_CLAIMS) if claims == "all" else set(BOOLEAN_CLAIMS) - set(claims.removeprefix("all but ").split(", "))
+    listed = (
+        set(BOOLEAN_CLAIMS)
+        if claims == "all"
+        else set(BOOLEAN_CLAIMS) - set(claims.removeprefix("all but ").split(", "))
+    )
     assert claims == "all" or claims.startswith("all but ")
     assert listed == expected, f"{name}: claims {sorted(expected)}"
     assert sorted(caps.sizes) == sorted(SIZES.values()), "the README says every backend claims all four sizes"
 
 
 def test_thirdparty_findings_list_each_waiver_file():
-    rows = {row[0].strip("`"): row for row in table((REPORTS / "thirdparty.md").read_text(),
-                                                    "| Backend | Implementation | Waived clauses |")}
+    rows = {
+        row[0].strip("`"): row
+        for row in table((REPORTS / "thirdparty.md").read_text(), "| Backend | Implementation | Waived clauses |")
+    }
     judged = [n for n in BUILTINS if n in registry.judged()]
     assert list(rows) == judged
     for name, row in rows.items():
@@ -157,13 +184,15 @@ def test_thirdparty_findings_list_each_waiver_file():
 
 def test_parity_report_is_merged_md_parity_table():
     header = "| Column | h_prefill | h_decode | logits |"
-    assert (table_lines((REPORTS / "parity.md").read_text(), header)
-            == table_lines((REPORTS / "merged.md").read_text(), header))
+    assert table_lines((REPORTS / "parity.md").read_text(), header) == table_lines(
+        (REPORTS / "merged.md").read_text(), header
+    )
 
 
 def test_kill_matrix_report_is_the_recorded_kills():
-    from helpers import kill_matrix
     from test_kill_matrix import EXPECTED_KILLS
+
+    from helpers import kill_matrix
 
     matrix = {"NumpyAdapter": {"failed": []}}
     matrix.update({name: {"failed": sorted(EXPECTED_KILLS[name])} for name in sorted(EXPECTED_KILLS)})

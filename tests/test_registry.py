@@ -13,7 +13,6 @@ import pathlib
 import re
 import subprocess
 import sys
-import textwrap
 import tomllib
 
 import pytest
@@ -44,8 +43,14 @@ def test_tox_has_an_env_per_backend_with_its_extra():
     tox.read(ROOT / "tox.ini")
     envlist = tox["tox"]["envlist"]
     for name, entry in ENTRIES.items():
-        section = next((s for s in tox.sections() if s == f"testenv:{name}" or
-                        (s.startswith("testenv:") and "{" in s and _expands(s[8:], name))), None)
+        section = next(
+            (
+                s
+                for s in tox.sections()
+                if s == f"testenv:{name}" or (s.startswith("testenv:") and "{" in s and _expands(s[8:], name))
+            ),
+            None,
+        )
         assert section is not None, f"tox.ini has no [testenv:{name}]"
         assert any(_expands(part.strip(), name) for part in re.split(r",(?![^{]*})", envlist)), name
         extras = {e.strip() for e in tox[section].get("extras", "").replace("\n", ",").split(",") if e.strip()}
@@ -76,17 +81,20 @@ def test_reference_bench_modes_are_the_bench_modules_modes():
         if entry.kind != REFERENCE:
             continue
         tree = ast.parse((ROOT / "backends" / name / "bench.py").read_text())
-        modes = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                     and any(getattr(t, "id", "") == "MODES" for t in n.targets))
+        modes = next(
+            ast.literal_eval(n.value)
+            for n in tree.body
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "MODES" for t in n.targets)
+        )
         assert list(modes) == list(entry.bench_modes), name
 
 
-THROWAWAY_ENTRY = '''
+THROWAWAY_ENTRY = """
 from gpt2_conformance.api.backend import REFERENCE, Backend
 
 BACKEND = Backend(name="throwaway-gpt2", adapter="adapter:ThrowawayAdapter", requires=("numpy",),
                   kind=REFERENCE, extra="")
-'''
+"""
 THROWAWAY_ADAPTER = '''
 from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
@@ -113,8 +121,14 @@ def throwaway(tmp_path_factory):
 
 
 def _cli(env, cwd, *args, timeout=900):
-    out = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", *args], capture_output=True, text=True,
-                         env=env, cwd=cwd, timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
     return out.returncode, out.stdout + out.stderr
 
 
@@ -131,8 +145,22 @@ def test_throwaway_backend_runs_benches_and_merges(throwaway):
     assert code == 0, out[-3000:]
     report = json.loads((root / "r" / "gpt2-conformance-throwaway-gpt2-cpu.json").read_text())
     assert report["summary"]["FAIL"] == 0 and report["summary"]["PASS"] >= 30, report["summary"]
-    code, out = _cli(env, root, "bench", "--quick", "--backend", "throwaway-gpt2", "--workload", "forward_decode",
-                     "--processes", "1", "--rounds", "3", "--out-dir", "b")
+    code, out = _cli(
+        env,
+        root,
+        "bench",
+        "--quick",
+        "--backend",
+        "throwaway-gpt2",
+        "--workload",
+        "forward_decode",
+        "--processes",
+        "1",
+        "--rounds",
+        "3",
+        "--out-dir",
+        "b",
+    )
     assert code == 0, out[-3000:]
     rows = json.loads((root / "b" / "bench.json").read_text())["benchmarks"]
     assert rows and all("throwaway-gpt2" in r["name"] for r in rows), [r["name"] for r in rows]
@@ -150,13 +178,21 @@ def test_child_env_resolves_the_backends_cache_folder(monkeypatch, tmp_path):
     from gpt2_conformance.api import machine
     from gpt2_conformance.api.backend import CACHE
 
-    entry = Backend(name="cached-gpt2", adapter="adapter:A", requires=(), kind="reference", extra="",
-                    child_env={"SOME_CACHE_DIR": CACHE, "SOME_FLAG": "1"})
+    entry = Backend(
+        name="cached-gpt2",
+        adapter="adapter:A",
+        requires=(),
+        kind="reference",
+        extra="",
+        child_env={"SOME_CACHE_DIR": CACHE, "SOME_FLAG": "1"},
+    )
     monkeypatch.setattr(registry, "builtin", lambda: {"cached-gpt2": entry})
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     env = registry.child_env("cached-gpt2")
-    assert env == {"SOME_CACHE_DIR": str(tmp_path / f"gpt2-conformance-{os.getuid()}" / "cached-gpt2-cache"),
-                   "SOME_FLAG": "1"}, env
+    assert env == {
+        "SOME_CACHE_DIR": str(tmp_path / f"gpt2-conformance-{os.getuid()}" / "cached-gpt2-cache"),
+        "SOME_FLAG": "1",
+    }, env
     assert os.path.isdir(env["SOME_CACHE_DIR"])
     monkeypatch.setattr(machine, "private_cache_folder", lambda name: None)
     assert registry.child_env("cached-gpt2") == {"SOME_FLAG": "1"}
@@ -166,4 +202,7 @@ def test_child_env_resolves_the_backends_cache_folder(monkeypatch, tmp_path):
 def test_the_jax_backend_keeps_its_compiled_shapes():
     """Why the jax entry has a child_env: JAX's persistent compilation cache, every compile kept."""
     env = registry.child_env("jax")
-    assert env["JAX_COMPILATION_CACHE_DIR"].endswith("jax-cache") and env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    assert (
+        env["JAX_COMPILATION_CACHE_DIR"].endswith("jax-cache")
+        and env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    )

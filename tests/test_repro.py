@@ -18,8 +18,13 @@ MUTANT = "helpers.mutants:NegativeIdsWrap"
 
 def _run(args, report_dir):
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "run", *args, "--report-dir", str(report_dir)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "run", *args, "--report-dir", str(report_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
 
 
 def _failed_tests(report_dir):
@@ -29,8 +34,10 @@ def _failed_tests(report_dir):
 
 
 def test_a_failed_test_replays_alone_from_its_repro_line(tmp_path):
-    first = _run(["--adapter", MUTANT, "--case", CASE, "--case", "test_bounds.py::test_malformed_ids_raise[rank1]"],
-                 tmp_path / "first")
+    first = _run(
+        ["--adapter", MUTANT, "--case", CASE, "--case", "test_bounds.py::test_malformed_ids_raise[rank1]"],
+        tmp_path / "first",
+    )
     assert first.returncode == 1, first.stdout + first.stderr
     report, failed = _failed_tests(tmp_path / "first")
     assert len(failed) == 1 and failed[0]["nodeid"].endswith(CASE), failed  # nodeids are relative to pytest's rootdir

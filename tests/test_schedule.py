@@ -9,9 +9,8 @@ import threading
 
 import pytest
 
-from gpt2_conformance import registry
+from gpt2_conformance import registry, spec
 from gpt2_conformance import results as res
-from gpt2_conformance import spec
 from gpt2_conformance.api import machine
 from gpt2_conformance.run import command, schedule
 
@@ -26,7 +25,7 @@ def test_without_a_record_judged_implementations_start_before_references():
     ordered = schedule.order(names, "cpu")
     assert sorted(ordered) == sorted(names)
     judged, references = registry.judged(), registry.references()
-    assert ordered[: len(judged)] == judged and ordered[len(judged):] == references
+    assert ordered[: len(judged)] == judged and ordered[len(judged) :] == references
 
 
 def test_recorded_times_start_the_longest_first_and_unrecorded_ones_before_them():
@@ -67,12 +66,25 @@ def test_run_all_starts_longest_first_and_prints_in_the_registry_order(monkeypat
         return result
 
     monkeypatch.setattr(command, "_judge_named", judged)
-    args = argparse.Namespace(backend="all", adapter=None, device="cpu", report_dir=None, jobs=1, thorough=False,
-                              seed=None, timeout=60.0, case=[], no_shrink=False, verbose=False, waivers=None,
-                              durations=0)
+    args = argparse.Namespace(
+        backend="all",
+        adapter=None,
+        device="cpu",
+        report_dir=None,
+        jobs=1,
+        thorough=False,
+        seed=None,
+        timeout=60.0,
+        case=[],
+        no_shrink=False,
+        verbose=False,
+        waivers=None,
+        durations=0,
+    )
     command._run_all(args)
-    printed = [line.split()[4] for line in capsys.readouterr().out.splitlines()
-               if line.startswith("gpt2-conformance spec")]
+    printed = [
+        line.split()[4] for line in capsys.readouterr().out.splitlines() if line.startswith("gpt2-conformance spec")
+    ]
     assert started == ["torch", "jax", "numpy"]
     assert printed == names
     assert schedule.recorded("cpu") == took

@@ -15,28 +15,46 @@ from html.parser import HTMLParser
 import pytest
 
 from gpt2_conformance import cli, spec
-
-from gpt2_conformance.merge import scoreboard
 from gpt2_conformance import results as res
+from gpt2_conformance.merge import scoreboard
 from helpers.reports import WAIVER_LINK, bench_json, suite_result, write
 
 CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium); "
-                                                              "the browser tests need it")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium); the browser tests need it"
+)
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     """A merge of three columns (every status among them) and a bench file, through the CLI."""
     tmp = tmp_path_factory.mktemp("scoreboard")
-    statuses = {"INIT-WPE": res.WAIVED, "BOUNDS-TOKEN": res.FAIL, "DTYPE-BFLOAT16": res.NOT_CLAIMED,
-                "GOLDEN-H": res.ERROR, "SHAPE-EMPTY": res.SKIPPED}
-    inputs = [write(tmp, "numpy.json", suite_result(environment={"host": "box", "device_name": "AMD EPYC"})),
-              write(tmp, "hf.json", suite_result("hf-transformers", "gpu", statuses,
-                                                 {"device_name": "NVIDIA H200", "implementation": "transformers 5.24.0",
-                                                  "versions": {"transformers": "5.24.0"}})),
-              write(tmp, "torch.json", suite_result("torch", statuses={"TIED-GRAD": res.FAIL})),
-              write(tmp, "bench.json", bench_json())]
+    statuses = {
+        "INIT-WPE": res.WAIVED,
+        "BOUNDS-TOKEN": res.FAIL,
+        "DTYPE-BFLOAT16": res.NOT_CLAIMED,
+        "GOLDEN-H": res.ERROR,
+        "SHAPE-EMPTY": res.SKIPPED,
+    }
+    inputs = [
+        write(tmp, "numpy.json", suite_result(environment={"host": "box", "device_name": "AMD EPYC"})),
+        write(
+            tmp,
+            "hf.json",
+            suite_result(
+                "hf-transformers",
+                "gpu",
+                statuses,
+                {
+                    "device_name": "NVIDIA H200",
+                    "implementation": "transformers 5.24.0",
+                    "versions": {"transformers": "5.24.0"},
+                },
+            ),
+        ),
+        write(tmp, "torch.json", suite_result("torch", statuses={"TIED-GRAD": res.FAIL})),
+        write(tmp, "bench.json", bench_json()),
+    ]
     code = cli.main(["merge", *inputs, "--out-dir", str(tmp / "out")])
     assert code == 1  # two columns failed a clause
     doc = json.loads((tmp / "out" / "merged.json").read_text())
@@ -112,16 +130,28 @@ def test_waived_cells_link_to_their_upstream_drafts(tmp_path):
     the page has none."""
     up = tmp_path / "reports" / "upstream" / "hf-transformers"
     up.mkdir(parents=True)
-    (up / "status.json").write_text(json.dumps({"backend": "hf-transformers", "drafts": [
-        {"cause": "wpe-init-std", "title": "wpe std 0.02 <not 0.01>", "clauses": ["INIT-WPE"]},
-        {"cause": "empty-sequence", "title": "empty", "clauses": ["SHAPE-EMPTY"]}]}))
+    (up / "status.json").write_text(
+        json.dumps(
+            {
+                "backend": "hf-transformers",
+                "drafts": [
+                    {"cause": "wpe-init-std", "title": "wpe std 0.02 <not 0.01>", "clauses": ["INIT-WPE"]},
+                    {"cause": "empty-sequence", "title": "empty", "clauses": ["SHAPE-EMPTY"]},
+                ],
+            }
+        )
+    )
     statuses = {"INIT-WPE": res.WAIVED, "SHAPE-EMPTY": res.FAIL}
-    inputs = [write(tmp_path, "hf.json", suite_result("hf-transformers", statuses=statuses)),
-              write(tmp_path, "numpy.json", suite_result(statuses={"INIT-WPE": res.WAIVED}))]
+    inputs = [
+        write(tmp_path, "hf.json", suite_result("hf-transformers", statuses=statuses)),
+        write(tmp_path, "numpy.json", suite_result(statuses={"INIT-WPE": res.WAIVED})),
+    ]
     out = tmp_path / "reports" / "site"
     cli.main(["merge", *inputs, "--out-dir", str(out), "--upstream-dir", str(tmp_path / "reports" / "upstream")])
     text = (out / "scoreboard.html").read_text()
-    link = '<b>Upstream draft:</b> <a href="../upstream/hf-transformers/wpe-init-std.md">wpe std 0.02 &lt;not 0.01&gt;</a>'
+    link = (
+        '<b>Upstream draft:</b> <a href="../upstream/hf-transformers/wpe-init-std.md">wpe std 0.02 &lt;not 0.01&gt;</a>'
+    )
     assert text.count(link) == 1, text  # the hf column's INIT-WPE only: numpy has no drafts, SHAPE-EMPTY is not waived
     assert text.count("Upstream draft:") == 1 and "empty-sequence.md" not in text
     cli.main(["merge", *inputs, "--out-dir", str(tmp_path / "plain")])
@@ -137,10 +167,19 @@ def test_charts_are_inline_svg_with_captions(page):
 
 def test_decode_step_rows_make_one_chart_per_step_shape():
     row = {"backend": "numpy", "device": "cpu", "host": "h", "mode": "suite", "median_s": 0.002, "model_error": None}
-    bench = [dict(row, kind="step", batch=1, group="step_decode B1-T1-d768-past512"),
-             dict(row, kind="forward", batch=1, group="forward_decode B1-T1-d768-past512"),
-             dict(row, backend="jax", kind="step", batch=1, group="step_decode B1-T1-d768-past512", median_s=0.001,
-                  model_error="untied head")]
+    bench = [
+        dict(row, kind="step", batch=1, group="step_decode B1-T1-d768-past512"),
+        dict(row, kind="forward", batch=1, group="forward_decode B1-T1-d768-past512"),
+        dict(
+            row,
+            backend="jax",
+            kind="step",
+            batch=1,
+            group="step_decode B1-T1-d768-past512",
+            median_s=0.001,
+            model_error="untied head",
+        ),
+    ]
     charts = "".join(scoreboard._decode_charts(bench, hosts=1))
     assert charts.count("<svg ") == 1 and "step_decode B1-T1-d768-past512" in charts
     assert charts.index(">jax cpu<") < charts.index(">numpy cpu<"), "fastest first"
@@ -165,8 +204,12 @@ def test_ticks_are_round_numbers():
 
 # -- in a real browser --------------------------------------------------------------------
 def chromium(*args, url: str) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                           "--v=0", *args, url], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", *args, url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @needs_chromium

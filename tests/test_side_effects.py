@@ -22,9 +22,11 @@ def test_an_argument_written_into_is_reported_and_put_back():
     kept = watch.keep_arguments({"ids": ids})
     ids[0] = ids[0][::-1]
     watch.check_arguments(kept, "embed(ids=int64[1, 4] in [11, 14], past_length=0)")
-    assert list(map(str, watch.found)) == ["ids[0, 0:4] was [11, 12, 13, 14], after embed() it is [14, 13, 12, 11] (4 of 4 "
-                           "elements changed): the adapter wrote into its input [embed(ids=int64[1, 4] in [11, 14], "
-                           "past_length=0)]"]
+    assert list(map(str, watch.found)) == [
+        "ids[0, 0:4] was [11, 12, 13, 14], after embed() it is [14, 13, 12, 11] (4 of 4 "
+        "elements changed): the adapter wrote into its input [embed(ids=int64[1, 4] in [11, 14], "
+        "past_length=0)]"
+    ]
     assert ids.tolist() == [[11, 12, 13, 14]]
 
 
@@ -36,8 +38,12 @@ def test_a_reused_output_buffer_is_reported_and_the_earlier_answer_kept():
     second = watch.hand_back(buffer, "h", "embed(b)")
     assert first.tolist() == [[[1, 1, 1, 1]]] and second.tolist() == [[[2, 2, 2, 2]]]
     assert second is not first
-    assert watch.found[0].what.startswith("h[0, 0, 0:4] returned by embed(a) was [1, 1, 1, 1], after embed() "
-                                          "it is [2, 2, 2, 2]") and watch.found[0].call == "embed(b)"
+    assert (
+        watch.found[0].what.startswith(
+            "h[0, 0, 0:4] returned by embed(a) was [1, 1, 1, 1], after embed() it is [2, 2, 2, 2]"
+        )
+        and watch.found[0].call == "embed(b)"
+    )
 
 
 def test_fresh_answers_are_handed_back_as_they_are():
@@ -49,8 +55,9 @@ def test_fresh_answers_are_handed_back_as_they_are():
 
 def test_the_reference_has_no_side_effects_in_any_layout():
     guarded = _guarded()
-    guarded.load_tables(np.random.default_rng(0).standard_normal((50257, 768), dtype=np.float32),
-                        np.zeros((1024, 768), np.float32))
+    guarded.load_tables(
+        np.random.default_rng(0).standard_normal((50257, 768), dtype=np.float32), np.zeros((1024, 768), np.float32)
+    )
     kept = []
     for layout in LAYOUTS:
         kept.append(guarded.embed(in_layout(np.arange(12).reshape(2, 6) * 97, layout), 3))
@@ -59,9 +66,17 @@ def test_the_reference_has_no_side_effects_in_any_layout():
     assert guarded.side_effects() == []
 
 
-@pytest.mark.parametrize("layout,tag", [("C", ""), ("F", "Fortran order"), ("column-view", "column view"),
-                                        ("every-other", "every-other-column view"), ("reversed", "reversed view"),
-                                        ("read-only", "read-only")])
+@pytest.mark.parametrize(
+    "layout,tag",
+    [
+        ("C", ""),
+        ("F", "Fortran order"),
+        ("column-view", "column view"),
+        ("every-other", "every-other-column view"),
+        ("reversed", "reversed view"),
+        ("read-only", "read-only"),
+    ],
+)
 def test_each_layout_is_named_in_the_call(layout, tag):
     ids = in_layout(np.arange(12).reshape(3, 4), layout)
     assert layout_of(ids).startswith(tag) if tag else layout_of(ids) == ""
@@ -86,5 +101,7 @@ def test_an_adapter_exception_names_the_call_that_raised_it():
     kind, message = classify(info)
     assert kind == "failed"
     assert message.startswith("adapter raised TypeError at test_side_effects.py:")
-    assert message.endswith(": arange() received an invalid combination of arguments "
-                            "[embed(ids=int64[1, 1] in [7, 7], past_length=array(517))]")
+    assert message.endswith(
+        ": arange() received an invalid combination of arguments "
+        "[embed(ids=int64[1, 1] in [7, 7], past_length=array(517))]"
+    )

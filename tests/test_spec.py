@@ -24,7 +24,9 @@ def _suite_tests():
 
 def test_spec_md_is_generated_from_registry():
     path = pathlib.Path(spec.__file__).with_name("SPEC.md")
-    assert path.read_text() == spec.markdown() + "\n", "SPEC.md is stale: run `gpt2-conformance spec > conformance/SPEC.md`"
+    assert path.read_text() == spec.markdown() + "\n", (
+        "SPEC.md is stale: run `gpt2-conformance spec > conformance/SPEC.md`"
+    )
 
 
 def test_every_suite_test_names_one_known_clause():
@@ -36,7 +38,6 @@ def test_every_suite_test_names_one_known_clause():
 def test_every_clause_has_a_test():
     covered = {marks[0].args[0] for _, marks in _suite_tests() if marks}
     assert set(spec.BY_ID) - covered == set(), "clauses without a test"
-
 
 
 @pytest.mark.parametrize("clause", spec.CLAUSES, ids=lambda c: c.id)

@@ -33,8 +33,8 @@ def test_a_later_process_reads_exactly_what_the_seed_draws(private_temp):
     assert [f.name.split("-")[0] for f in _files(private_temp)] == ["wpe", "wte"]
     tables.random_tables.cache_clear()  # as a new process
     read = tables.random_tables(D)
-    assert read[0].base is not None and not drawn[0] is read[0]  # memory-mapped from the file
-    for got, want in zip(read, tables._draw(D, tables.TABLE_SEED)):
+    assert read[0].base is not None and drawn[0] is not read[0]  # memory-mapped from the file
+    for got, want in zip(read, tables._draw(D, tables.TABLE_SEED), strict=True):
         assert got.dtype == np.float32 and not got.flags.writeable
         assert np.array_equal(got, want)
 
@@ -53,8 +53,14 @@ def test_a_file_that_is_not_the_seeds_draw_is_drawn_again(private_temp, damage):
     got = tables.random_tables(D)
     assert np.array_equal(got[0], tables._draw(D, tables.TABLE_SEED)[0]), damage
     tables.random_tables.cache_clear()  # and the file was written again, right this time
-    assert np.array_equal(tables._read([str(f) for f in (wte_file, wte_file.with_name(wte_file.name.replace("wte", "wpe")))],
-                                       D, tables._first_values(tables.TABLE_SEED))[0], got[0])
+    assert np.array_equal(
+        tables._read(
+            [str(f) for f in (wte_file, wte_file.with_name(wte_file.name.replace("wte", "wpe")))],
+            D,
+            tables._first_values(tables.TABLE_SEED),
+        )[0],
+        got[0],
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -68,11 +74,14 @@ def test_rounded_tables_are_kept_the_same_way(private_temp, dtype):
     tables.rounded_tables.cache_clear()  # as a new process
     read = tables.rounded_tables(D, dtype)
     assert read[0].base is not None and not read[0].flags.writeable
-    for got, expected in zip(read, want):
+    for got, expected in zip(read, want, strict=True):
         assert np.array_equal(got, expected) and np.array_equal(made[0][:1], want[0][:1])
     other = "bfloat16" if dtype == "float16" else "float16"
     wte_file = next(f for f in _files(private_temp) if f.name.startswith("wte") and dtype in f.name)
-    np.save(wte_file, round_to_dtype(want[0], other) if other == "bfloat16" else want[0].astype(np.float16).astype(np.float32))
+    np.save(
+        wte_file,
+        round_to_dtype(want[0], other) if other == "bfloat16" else want[0].astype(np.float16).astype(np.float32),
+    )
     tables.rounded_tables.cache_clear()
     assert np.array_equal(tables.rounded_tables(D, dtype)[0], want[0])
 

@@ -16,11 +16,9 @@ import sys
 import numpy as np
 import pytest
 
-from gpt2_conformance.run import thirdparty as tp
-from gpt2_conformance import registry
+from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
-from gpt2_conformance import spec
-from gpt2_conformance import waivers
+from gpt2_conformance.run import thirdparty as tp
 
 pytestmark = pytest.mark.slow  # each judged implementation's whole suite, in child processes
 
@@ -62,13 +60,22 @@ def test_conforms_up_to_its_waivers(suite_result, name):
 def test_stale_waiver_is_reported(tmp_path):
     """A waiver for a clause that fails becomes DEVIATION (WAIVED); one for a clause that
     passes is reported as stale (loaded from a TOML file like the backends' waivers.toml)."""
-    outcomes = [res.TestOutcome(f"t::{c.id}", c.id, "failed" if c.id == "BOUNDS-MESSAGE" else "passed",
-                                "raised IndexError('index out of range in self')") for c in spec.CLAUSES]
+    outcomes = [
+        res.TestOutcome(
+            f"t::{c.id}",
+            c.id,
+            "failed" if c.id == "BOUNDS-MESSAGE" else "passed",
+            "raised IndexError('index out of range in self')",
+        )
+        for c in spec.CLAUSES
+    ]
     result = res.SuiteResult("fake", "cpu", spec.SPEC_VERSION, res.aggregate(outcomes), 0.0)
     path = tmp_path / "waivers.toml"
-    path.write_text('implementation = "fake"\n'
-                    '[[waiver]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://example.org/1"\n'
-                    '[[waiver]]\nclause = "TIED-LOGITS"\nreason = "fixed upstream"\nlink = "https://example.org/2"\n')
+    path.write_text(
+        'implementation = "fake"\n'
+        '[[waiver]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://example.org/1"\n'
+        '[[waiver]]\nclause = "TIED-LOGITS"\nreason = "fixed upstream"\nlink = "https://example.org/2"\n'
+    )
     waivers.apply(result, waivers.load(str(path)))
     status = {c.clause.id: c.status for c in result.clauses}
     assert status["BOUNDS-MESSAGE"] == res.WAIVED and status["TIED-LOGITS"] == res.PASS
@@ -85,10 +92,13 @@ def test_stale_waiver_on_a_real_result(suite_result):
     assert [s.split()[0] for s in fresh.stale_waivers] == ["TIED-LOGITS"]
 
 
-@pytest.mark.parametrize("module,name,cls", [
-    ("transformers", "hf_transformers", "HFTransformersAdapter"),
-    ("transformer_lens", "transformer_lens", "TransformerLensAdapter"),
-])
+@pytest.mark.parametrize(
+    "module,name,cls",
+    [
+        ("transformers", "hf_transformers", "HFTransformersAdapter"),
+        ("transformer_lens", "transformer_lens", "TransformerLensAdapter"),
+    ],
+)
 def test_short_cut_equals_full_forward(module, name, cls):
     """The black-box adapters stop the forward at block 0's input; the complete forward's
     first hidden state (hf: output.hidden_states[0]; TransformerLens: blocks.0.hook_resid_pre)
@@ -96,8 +106,10 @@ def test_short_cut_equals_full_forward(module, name, cls):
     pytest.importorskip(module)
     adapter = getattr(importlib.import_module(f"gpt2_conformance.backends.thirdparty.{name}.adapter"), cls)()
     rng = np.random.default_rng(0)
-    adapter.load_tables(rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
-                        rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01))
+    adapter.load_tables(
+        rng.standard_normal((50257, 768), dtype=np.float32) * np.float32(0.02),
+        rng.standard_normal((1024, 768), dtype=np.float32) * np.float32(0.01),
+    )
     ids = rng.integers(0, 50257, (2, 7))
     for past in (0, 5, 1017):
         short = adapter.embed(ids, past)
@@ -150,8 +162,22 @@ def test_keras_hub_backbone_built_for_a_load_draws_nothing():
     if keras-hub renames the function the adapter patches: verdicts stay right, only slower."""
     pytest.importorskip("keras_hub")
     pytest.importorskip("jax")
-    out = subprocess.run([sys.executable, "-c", KERAS_HUB_BUILDS], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, KERAS_BACKEND="jax"))
+    out = subprocess.run(
+        [sys.executable, "-c", KERAS_HUB_BUILDS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, KERAS_BACKEND="jax"),
+    )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["Zeros", "True", "True", "RandomNormal", "0.01", "0.02", "RandomNormal",
-                                  "True", "True"]
+    assert out.stdout.split() == [
+        "Zeros",
+        "True",
+        "True",
+        "RandomNormal",
+        "0.01",
+        "0.02",
+        "RandomNormal",
+        "True",
+        "True",
+    ]

@@ -36,7 +36,8 @@ def test_runs_the_onnxruntime_graph_one_model_per_output(loaded):
     adapter, wte, wpe = loaded
     assert adapter.graph is export.export(D, "float32")
     assert {output: adapter.runnable(output)[1] for output in export.OUTPUTS} == {
-        output: list(export.INPUTS) for output in export.OUTPUTS}
+        output: list(export.INPUTS) for output in export.OUTPUTS
+    }
     ids = np.array([[3, 50256, 0]])
     assert np.array_equal(adapter.embed(ids, 5), wte[ids] + wpe[5:8])
 
@@ -89,8 +90,9 @@ def test_an_index_past_a_table_aborts_the_process(bad_id, past):
     """tract's Gather slices the table unchecked (gather.rs L83-L85): the panic cannot unwind
     through tract_state_run, so Rust aborts (SIGABRT); the suite's child processes make that a
     FAIL of one clause (tests/test_crash_isolation.py proves the isolation for SIGSEGV)."""
-    out = subprocess.run([sys.executable, "-c", PANIC.format(id=bad_id, past=past)], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", PANIC.format(id=bad_id, past=past)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == -signal.SIGABRT, (out.returncode, out.stdout[-500:], out.stderr[-2000:])
     assert "gather.rs" in out.stderr and "panic in a function that cannot unwind" in out.stderr, out.stderr[-2000:]
     assert "returned" not in out.stdout

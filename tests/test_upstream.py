@@ -16,9 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gpt2_conformance import registry
+from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
-from gpt2_conformance import spec, waivers
 from gpt2_conformance.upstream import causes as cz
 
 WITH_CAUSES = [n for n in registry.judged() if cz.for_backend(n) is not None]
@@ -26,8 +25,14 @@ OURS = ("gpt2_conformance", "conformance")
 
 
 def _cli(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "upstream", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "upstream", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_every_builtin_third_party_backend_has_reproductions():
@@ -36,8 +41,10 @@ def test_every_builtin_third_party_backend_has_reproductions():
     for name in WITH_CAUSES:
         found = cz.for_backend(name)
         assert found.uncovered() == [], f"{name}: waivers without a cause or a not_reported reason"
-        assert all(c.text.get("happens") and c.text.get("expected") and c.tracker.startswith("https://github.com/")
-                   for c in found.causes), name
+        assert all(
+            c.text.get("happens") and c.text.get("expected") and c.tracker.startswith("https://github.com/")
+            for c in found.causes
+        ), name
 
 
 @pytest.mark.parametrize("name", WITH_CAUSES)
@@ -55,8 +62,10 @@ def test_scripts_import_only_the_library_and_numpy(name):
 
 
 def test_unknown_name_and_a_backend_without_waivers_are_usage_errors(tmp_path):
-    for name, message in (("no-such-backend", "unknown backend 'no-such-backend'"),
-                          ("numpy", "numpy has no waiver file")):
+    for name, message in (
+        ("no-such-backend", "unknown backend 'no-such-backend'"),
+        ("numpy", "numpy has no waiver file"),
+    ):
         out = _cli(name, "--out-dir", str(tmp_path / "o"), cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
@@ -69,17 +78,21 @@ def _plugin(tmp_path, with_causes: bool):
     (tmp_path / "waivers.toml").write_text(
         'implementation = "toy"\n'
         '[[waiver]]\nclause = "BOUNDS-TOKEN"\nreason = "wraps -1"\nlink = "https://example.org/toy#L1"\n'
-        '[[waiver]]\nclause = "INIT-WPE"\nreason = "std 0.02"\nlink = "https://example.org/toy#L2"\n')
-    (tmp_path / "toy_adapter.py").write_text(textwrap.dedent(f"""
+        '[[waiver]]\nclause = "INIT-WPE"\nreason = "std 0.02"\nlink = "https://example.org/toy#L2"\n'
+    )
+    (tmp_path / "toy_adapter.py").write_text(
+        textwrap.dedent(f"""
         class ToyAdapter:
             WAIVERS = {str(tmp_path / "waivers.toml")!r}
-    """))
+    """)
+    )
     if with_causes:
         up = tmp_path / "upstream"
         up.mkdir()
         (up / "wraps.py").write_text('import sys\nimport numpy as np\nprint("got:", np.arange(3)[-1])\nsys.exit(1)\n')
         (up / "init.py").write_text('import sys\nprint("got: std {{STD}}")\nsys.exit(0)\n')
-        (up / "causes.toml").write_text(textwrap.dedent('''
+        (up / "causes.toml").write_text(
+            textwrap.dedent("""
             tracker = "https://github.com/example/toy/issues"
             versions = ["numpy"]
             [[cause]]
@@ -99,7 +112,8 @@ def _plugin(tmp_path, with_causes: bool):
             expect = "std 0.02"
             happens = "0.02."
             expected = "0.01."
-        '''))
+        """)
+        )
     return "toy_adapter:ToyAdapter"
 
 
@@ -124,9 +138,18 @@ def test_drafts_index_and_stale_waiver_for_a_plugin_adapter(tmp_path):
     assert status["stale_waivers"] == ["INIT-WPE"]
     assert "std 0.01" in (folder / "init.py").read_text()
     draft = (folder / "wraps.md").read_text()
-    for part in ("# toy: id -1 wraps", "## System info", "- numpy: ", "## What happens", "It wraps.",
-                 "## What I expected, and why", "```python\nimport sys", "got: 2", "Exit status: 1 (reproduces)",
-                 "None found."):
+    for part in (
+        "# toy: id -1 wraps",
+        "## System info",
+        "- numpy: ",
+        "## What happens",
+        "It wraps.",
+        "## What I expected, and why",
+        "```python\nimport sys",
+        "got: 2",
+        "Exit status: 1 (reproduces)",
+        "None found.",
+    ):
         assert part in draft, part
     assert draft.count("BOUNDS-TOKEN") == 1  # the clause appears once, as a cross-reference
     index = (tmp_path / "o" / "README.md").read_text()
@@ -140,19 +163,29 @@ def _outcome(cause_id, clauses, status):
 
 
 def test_a_fixed_reproduction_makes_its_waiver_stale_and_only_when_every_cause_is_fixed():
-    outcomes = [_outcome("a", ["BOUNDS-TOKEN"], cz.FIXED), _outcome("b", ["BOUNDS-TOKEN", "BOUNDS-MESSAGE"], cz.REPRODUCES),
-                _outcome("c", ["INIT-WPE", "INIT-WTE"], cz.FIXED), _outcome("d", ["SHAPE-EMPTY"], cz.BROKEN)]
+    outcomes = [
+        _outcome("a", ["BOUNDS-TOKEN"], cz.FIXED),
+        _outcome("b", ["BOUNDS-TOKEN", "BOUNDS-MESSAGE"], cz.REPRODUCES),
+        _outcome("c", ["INIT-WPE", "INIT-WTE"], cz.FIXED),
+        _outcome("d", ["SHAPE-EMPTY"], cz.BROKEN),
+    ]
     fixed = cz.fixed_clauses(outcomes)
     assert sorted(fixed) == ["INIT-WPE", "INIT-WTE"]  # BOUNDS-TOKEN: cause b still reproduces
     clauses = [res.ClauseResult(spec.clause(c), res.FAIL, "m") for c in ("INIT-WPE", "BOUNDS-TOKEN")]
     result = res.SuiteResult("x", "cpu", spec.SPEC_VERSION, clauses, 0.0)
-    wl = [waivers.Waiver("INIT-WPE", "r", "https://example.org/1"), waivers.Waiver("BOUNDS-TOKEN", "r", "https://example.org/2")]
+    wl = [
+        waivers.Waiver("INIT-WPE", "r", "https://example.org/1"),
+        waivers.Waiver("BOUNDS-TOKEN", "r", "https://example.org/2"),
+    ]
     waivers.apply(result, wl, fixed)
     assert [c.status for c in result.clauses] == [res.WAIVED, res.WAIVED]
-    assert result.stale_waivers == ["INIT-WPE is waived (https://example.org/1) but its upstream reproduction c.py "
-                                    "no longer reproduces (exit 0)"]
+    assert result.stale_waivers == [
+        "INIT-WPE is waived (https://example.org/1) but its upstream reproduction c.py no longer reproduces (exit 0)"
+    ]
     assert result.exit_code == 1
-    plain = res.SuiteResult("x", "cpu", spec.SPEC_VERSION, [res.ClauseResult(spec.clause("INIT-WPE"), res.FAIL, "m")], 0.0)
+    plain = res.SuiteResult(
+        "x", "cpu", spec.SPEC_VERSION, [res.ClauseResult(spec.clause("INIT-WPE"), res.FAIL, "m")], 0.0
+    )
     waivers.apply(plain, wl[:1])  # without reproductions: as before
     assert plain.stale_waivers == [] and plain.exit_code == 0
 
@@ -173,8 +206,14 @@ runpy.run_path(path, run_name="__main__")
 def _run_wrapped(items, env=None):
     def one(item):
         cause, path = item
-        done = subprocess.run([sys.executable, "-c", WRAPPER, path], capture_output=True, text=True, timeout=600,
-                              cwd=os.path.dirname(path), env=env or cz.environment())
+        done = subprocess.run(
+            [sys.executable, "-c", WRAPPER, path],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=os.path.dirname(path),
+            env=env or cz.environment(),
+        )
         return cause, done
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -192,8 +231,12 @@ def test_every_reproduction_still_reproduces_standalone(name, tmp_path):
     items = cz.write_scripts(cz.for_backend(name), str(tmp_path))
     for cause, done in _run_wrapped(items):
         assert "GPT2C-OURS []" in done.stderr, (cause.id, done.stderr[-1500:])
-        assert done.returncode == 1 and cause.expect in done.stdout, (cause.id, done.returncode, done.stdout,
-                                                                        done.stderr[-1500:])
+        assert done.returncode == 1 and cause.expect in done.stdout, (
+            cause.id,
+            done.returncode,
+            done.stdout,
+            done.stderr[-1500:],
+        )
 
 
 SITECUSTOMIZE_FIX_HF_WPE = """
@@ -228,19 +271,28 @@ def test_a_fixed_library_makes_the_reproduction_exit_0_and_the_waiver_stale(tmp_
     env["PYTHONPATH"] = os.pathsep.join([str(patch), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     outcomes = cz.reproduce("hf-transformers", jobs=2, env=env)
     assert {o.cause.id: o.status for o in outcomes} == {
-        "wpe-init-std": cz.FIXED, "empty-sequence": cz.REPRODUCES, "embedding-index-error-message": cz.REPRODUCES}, \
-        [(o.cause.id, o.status, o.stdout, o.stderr[-800:]) for o in outcomes]
+        "wpe-init-std": cz.FIXED,
+        "empty-sequence": cz.REPRODUCES,
+        "embedding-index-error-message": cz.REPRODUCES,
+    }, [(o.cause.id, o.status, o.stdout, o.stderr[-800:]) for o in outcomes]
     fixed = cz.fixed_clauses(outcomes)
     assert list(fixed) == ["INIT-WPE"]
     found = cz.for_backend("hf-transformers")
-    result = res.SuiteResult("hf-transformers", "cpu", spec.SPEC_VERSION,
-                             [res.ClauseResult(spec.clause(w.clause), res.FAIL, "m") for w in found.waivers], 0.0)
+    result = res.SuiteResult(
+        "hf-transformers",
+        "cpu",
+        spec.SPEC_VERSION,
+        [res.ClauseResult(spec.clause(w.clause), res.FAIL, "m") for w in found.waivers],
+        0.0,
+    )
     waivers.apply(result, list(found.waivers), fixed)
     assert [s.split()[0] for s in result.stale_waivers] == ["INIT-WPE"] and result.exit_code == 1
 
 
-@pytest.mark.parametrize("option, value, says", [("--jobs", "-1", "--jobs -1: must be >= 1"),
-                                                 ("--timeout", "0", "--timeout 0.0: must be > 0 seconds")])
+@pytest.mark.parametrize(
+    "option, value, says",
+    [("--jobs", "-1", "--jobs -1: must be >= 1"), ("--timeout", "0", "--timeout 0.0: must be > 0 seconds")],
+)
 def test_jobs_and_timeout_out_of_range_are_refused(tmp_path, capsys, option, value, says):
     from gpt2_conformance import cli
 

@@ -4,8 +4,7 @@ no longer matches a failure is reported as stale, and a bad file is a clear erro
 import pytest
 
 from gpt2_conformance import results as res
-from gpt2_conformance import spec
-from gpt2_conformance import waivers
+from gpt2_conformance import spec, waivers
 
 
 def _result(statuses):
@@ -41,6 +40,7 @@ def test_stale_waiver_is_reported(tmp_path):
     waivers.apply(result, waivers.load(_write(tmp_path, GOOD)))
     assert result.stale_waivers == ["BOUNDS-MESSAGE is waived (https://example.org/x#L1) but did not fail (PASS)"]
     from gpt2_conformance.run.report import scorecard
+
     assert "STALE WAIVER: BOUNDS-MESSAGE" in scorecard(result)
 
 
@@ -54,19 +54,28 @@ def test_a_waiver_of_a_clause_not_judged_is_not_stale(tmp_path, status):
     assert result.stale_waivers == [] and result.clauses[0].status == status
 
 
-@pytest.mark.parametrize("body,message", [
-    ('[[waiver]]\nclause = "NOPE"\nreason = "r"\nlink = "https://x"\n', "unknown clause 'NOPE'"),
-    ('[[waiver]]\nclause = "BOUNDS-MESSAGE"\nlink = "https://x"\n', "reason missing"),
-    ('[[waiver]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "see code"\n', "must be an https://"),
-    ('[[waiver]\n', "waivers.toml"),
-    ('[[waivers]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://x"\n',
-     r"unknown \[\[waivers\]\] .*; did you mean \[\[waiver\]\]\?"),
-    ('[[waiver]]\nclasue = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://x"\n',
-     r", entry 1: unknown key 'clasue' .*; did you mean 'clause'\?"),
-    ('[waiver]\nclause = "BOUNDS-MESSAGE"\n', r"`waiver` must be a list of tables, each written \[\[waiver\]\]"),
-    ('[[waiver]]\nclause = "BOUNDS-MESAGE"\nreason = "r"\nlink = "https://x"\n',
-     "unknown clause 'BOUNDS-MESAGE'; did you mean 'BOUNDS-MESSAGE'"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ('[[waiver]]\nclause = "NOPE"\nreason = "r"\nlink = "https://x"\n', "unknown clause 'NOPE'"),
+        ('[[waiver]]\nclause = "BOUNDS-MESSAGE"\nlink = "https://x"\n', "reason missing"),
+        ('[[waiver]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "see code"\n', "must be an https://"),
+        ("[[waiver]\n", "waivers.toml"),
+        (
+            '[[waivers]]\nclause = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://x"\n',
+            r"unknown \[\[waivers\]\] .*; did you mean \[\[waiver\]\]\?",
+        ),
+        (
+            '[[waiver]]\nclasue = "BOUNDS-MESSAGE"\nreason = "r"\nlink = "https://x"\n',
+            r", entry 1: unknown key 'clasue' .*; did you mean 'clause'\?",
+        ),
+        ('[waiver]\nclause = "BOUNDS-MESSAGE"\n', r"`waiver` must be a list of tables, each written \[\[waiver\]\]"),
+        (
+            '[[waiver]]\nclause = "BOUNDS-MESAGE"\nreason = "r"\nlink = "https://x"\n',
+            "unknown clause 'BOUNDS-MESAGE'; did you mean 'BOUNDS-MESSAGE'",
+        ),
+    ],
+)
 def test_bad_waiver_file_names_file_and_entry(tmp_path, body, message):
     with pytest.raises(waivers.WaiverFileError, match=message) as info:
         waivers.load(_write(tmp_path, body))

@@ -18,7 +18,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
 
-USER_ADAPTER = '''
+USER_ADAPTER = """
 import numpy as np
 from gpt2_conformance.api.adapter import Adapter, Capabilities
 from gpt2_conformance.api.validation import check_embed_inputs
@@ -43,7 +43,7 @@ class MyAdapter(Adapter):
 
     def logits(self, h_final):
         return h_final @ self.wte.T
-'''
+"""
 
 
 def _run(cmd, cwd, env=None, timeout=900):
@@ -72,9 +72,16 @@ def installed(tmp_path_factory):
 
 def test_wheel_carries_the_golden_data(installed):
     python, work, env = installed
-    code, out = _run([python, "-c", "import gpt2_conformance as g, gpt2_conformance.backends as b, "
-                      "gpt2_conformance.golden.data as d; print(d.fixtures_dir()); print(g.__file__); print(b.__file__)"],
-                     work, env)
+    code, out = _run(
+        [
+            python,
+            "-c",
+            "import gpt2_conformance as g, gpt2_conformance.backends as b, "
+            "gpt2_conformance.golden.data as d; print(d.fixtures_dir()); print(g.__file__); print(b.__file__)",
+        ],
+        work,
+        env,
+    )
     assert code == 0, out
     fixtures, package, backends = out.split()
     for path in (package, backends, fixtures):  # the installed copy, not the repository (None would fail here too)
@@ -98,7 +105,9 @@ def test_wheel_installs_one_import_name(installed, tmp_path):
 
 def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):
     python, work, env = installed
-    code, out = _run([python, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r"], work, env)
+    code, out = _run(
+        [python, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r"], work, env
+    )
     assert code == 0, out
     report = json.loads((work / "r" / "gpt2-conformance-numpy-cpu.json").read_text())
     statuses = {c["id"]: c["status"] for c in report["clauses"]}
@@ -110,8 +119,22 @@ def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):
 def test_installed_pytest_entry_point_runs_a_users_adapter(installed):
     python, work, env = installed
     (work / "my_gpt2_adapter.py").write_text(USER_ADAPTER)
-    code, out = _run([python, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "--gpt2c-adapter", "my_gpt2_adapter:MyAdapter",
-                      "-q", "-p", "no:cacheprovider"], work, dict(env, PYTHONPATH=str(work)))
+    code, out = _run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "gpt2_conformance.suite",
+            "--gpt2c-adapter",
+            "my_gpt2_adapter:MyAdapter",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        work,
+        dict(env, PYTHONPATH=str(work)),
+    )
     assert code == 0, out[-3000:]
     assert " passed" in out and "failed" not in out.splitlines()[-1], out[-2000:]
 
@@ -120,8 +143,11 @@ def test_unreachable_golden_data_is_the_suites_error_not_the_adapters(installed)
     python, work, env = installed
     empty = work / "no-fixtures"
     empty.mkdir()
-    code, out = _run([python, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r2"], work,
-                     dict(env, GPT2C_FIXTURES=str(empty)))
+    code, out = _run(
+        [python, "-m", "gpt2_conformance.cli", "run", "--backend", "numpy", "--report-dir", "r2"],
+        work,
+        dict(env, GPT2C_FIXTURES=str(empty)),
+    )
     assert code == 4, out  # suite error, not a failure (1) and not a pass (0)
     report = json.loads((work / "r2" / "gpt2-conformance-numpy-cpu.json").read_text())
     golden = {c["id"]: c for c in report["clauses"] if c["group"] == "GOLDEN"}
@@ -132,13 +158,13 @@ def test_unreachable_golden_data_is_the_suites_error_not_the_adapters(installed)
 
 # -- a neighbour's project: the suite installed beside it breaks nothing -------------------------
 
-NEIGHBOUR_CONFTEST = '''
+NEIGHBOUR_CONFTEST = """
 def pytest_addoption(parser):  # options found in a great many ML repositories
     parser.addoption("--device", default="cpu")
     parser.addoption("--backend", default="local")
     parser.addoption("--checkpoint", default="none")
-'''
-NEIGHBOUR_TEST = '''
+"""
+NEIGHBOUR_TEST = """
 import backends
 import conformance
 
@@ -148,7 +174,7 @@ def test_own_options_and_packages(request):
     assert request.config.getoption("--backend") == "local"
     assert request.config.getoption("--checkpoint") == "none"
     assert backends.KIND == "storage" and conformance.KIND == "theirs"
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -178,11 +204,43 @@ def test_suite_runs_from_the_neighbours_root(neighbour):
     cli = str(pathlib.Path(python).parent / "gpt2-conformance")
     code, out = _run([cli, "run", "--backend", "numpy", "--report-dir", "r"], project, env)
     assert code == 0 and "0 failed" in out and "suite error" not in out, out[-3000:]
-    code, out = _run([python, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "--gpt2c-backend", "numpy",
-                      "--gpt2c-device", "cpu", "-q", "-p", "no:cacheprovider"], project, env)
+    code, out = _run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "gpt2_conformance.suite",
+            "--gpt2c-backend",
+            "numpy",
+            "--gpt2c-device",
+            "cpu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        project,
+        env,
+    )
     assert code == 0 and "failed" not in out.splitlines()[-1], out[-3000:]
-    code, out = _run([python, "-m", "pytest", "--pyargs", "gpt2_conformance.suite", "--gpt2c-adapter",
-                      "my_gpt2_adapter:MyAdapter", "-q", "-p", "no:cacheprovider", "-k", "LOOKUP or lookup"], project, env)
+    code, out = _run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "gpt2_conformance.suite",
+            "--gpt2c-adapter",
+            "my_gpt2_adapter:MyAdapter",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "LOOKUP or lookup",
+        ],
+        project,
+        env,
+    )
     assert code == 0, out[-3000:]
 
 
@@ -190,11 +248,13 @@ def test_plugin_imports_nothing_in_a_foreign_pytest_run(neighbour):
     """Loaded into every pytest session of the environment, the entry point imports no module of
     the suite's beyond itself (and so no numpy, hypothesis or framework on its account)."""
     python, project, env = neighbour
-    probe = ("import sys, pytest\n"
-             "class P:\n"
-             "    def pytest_collection_finish(self, session):\n"
-             "        print('LOADED', sorted(m for m in sys.modules if m.startswith('gpt2_conformance')))\n"
-             "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests', '-s'], plugins=[P()]))\n")
+    probe = (
+        "import sys, pytest\n"
+        "class P:\n"
+        "    def pytest_collection_finish(self, session):\n"
+        "        print('LOADED', sorted(m for m in sys.modules if m.startswith('gpt2_conformance')))\n"
+        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests', '-s'], plugins=[P()]))\n"
+    )
     code, out = _run([python, "-c", probe], project, env)
     assert code == 0, out[-3000:]
     assert "LOADED ['gpt2_conformance', 'gpt2_conformance.pytest_plugin']" in out, out[-3000:]

@@ -7,7 +7,13 @@ from gpt2_conformance.api.backend import CACHE, REFERENCE, Backend
 # in JAX's persistent compilation cache, so a later verdict loads what an earlier one compiled
 # (the cache's key is the program, JAX's version and the device; every compile is kept, not
 # only those over JAX's default of 1 s)
-BACKEND = Backend(name="jax", adapter="adapter:JaxAdapter", requires=("jax",),
-                  kind=REFERENCE, extra="jax", bench="bench",
-                  bench_modes={"suite": (), "flag": ("forward",), "nocheck": ("forward", "backward")},
-                  child_env={"JAX_COMPILATION_CACHE_DIR": CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"})
+BACKEND = Backend(
+    name="jax",
+    adapter="adapter:JaxAdapter",
+    requires=("jax",),
+    kind=REFERENCE,
+    extra="jax",
+    bench="bench",
+    bench_modes={"suite": (), "flag": ("forward",), "nocheck": ("forward", "backward")},
+    child_env={"JAX_COMPILATION_CACHE_DIR": CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"},
+)

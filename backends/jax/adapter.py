@@ -12,12 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpt2_conformance.backends.jax import model
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.errors import TokenIdOutOfRangeError
 from gpt2_conformance.api.machine import immutable, zero_table
 from gpt2_conformance.api.validation import check_ids_layout, check_tables, describe_bad_id
+from gpt2_conformance.backends.jax import model
 
 _JAX_DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
 _INT32 = np.iinfo(np.int32)
@@ -47,8 +47,10 @@ class JaxAdapter(Adapter):
         d = config.n_embd
         # zeros that take no memory until loaded (machine.zero_table), most adapters are loaded
         # right after they are made
-        self.params = {"wte": self._put(zero_table((gpt2.N_VOCAB, d), np.float32), self._dtype),
-                       "wpe": self._put(zero_table((gpt2.N_CTX, d), np.float32), self._dtype)}
+        self.params = {
+            "wte": self._put(zero_table((gpt2.N_VOCAB, d), np.float32), self._dtype),
+            "wpe": self._put(zero_table((gpt2.N_CTX, d), np.float32), self._dtype),
+        }
 
     @classmethod
     def device_available(cls, device):
@@ -118,6 +120,11 @@ class JaxAdapter(Adapter):
         return _to_numpy(model.logits(self.params, self._put(h_final, self._dtype)))
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        grads = model.gradients(self.params, self._put(self._ids_int32(ids)), past_length,
-                                self._put(cotangent_h, self._dtype), self._put(cotangent_logits, self._dtype))
+        grads = model.gradients(
+            self.params,
+            self._put(self._ids_int32(ids)),
+            past_length,
+            self._put(cotangent_h, self._dtype),
+            self._put(cotangent_logits, self._dtype),
+        )
         return tuple(_to_numpy(grads[name]).astype(np.float32, copy=False) for name in ("wte", "wpe"))

@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from gpt2_conformance.backends.jax import model
 from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.api.errors import TokenIdOutOfRangeError
+from gpt2_conformance.backends.jax import model
 
 MODES = {
     "suite": "jax.jit(checkify(gather + add)) (the adapter's mode): check inside the kernel",
@@ -34,8 +34,11 @@ MODES = {
 }
 SUITE_MODE = "suite"
 FASTEST_MODE = "flag"
-CHECK = {"suite": "on (checkify min/max in the kernel)", "flag": "on (min/max flag out of the kernel, host raises)",
-         "nocheck": "OFF (comparison only)"}
+CHECK = {
+    "suite": "on (checkify min/max in the kernel)",
+    "flag": "on (min/max flag out of the kernel, host raises)",
+    "nocheck": "OFF (comparison only)",
+}
 
 
 def available(device: str) -> tuple[bool, str]:
@@ -95,23 +98,27 @@ class Runner:
             if self.mode == "suite":
                 return lambda: model.embed_tokens(params, tokens, positions)
             if self.mode == "flag":
+
                 def forward():
                     # the gather clamps a bad id; h is never returned unless the flag is true
                     h, in_range = _gather_add_flag_jit(params, tokens, positions)
                     if not bool(in_range):
                         raise TokenIdOutOfRangeError("token id outside the wte table")
                     return h
+
                 return forward
             return lambda: _gather_add_jit(params, tokens, positions)
         if self.mode == "flag":
             return None  # forward only: the suite mode times backward and logits
         if w.kind == "backward":
             if self.mode == "suite":
+
                 def backward():
                     error, out = _checked_backward_jit(params, ids, past_length, dh)
                     if error.get():
                         raise TokenIdOutOfRangeError(error.get())
                     return out
+
                 return backward
             return lambda: _backward_jit(params, ids, past_length, dh)
         if w.kind == "logits" and self.mode == "suite":

@@ -43,8 +43,11 @@ def init_params(key, n_embd: int, dtype=jnp.float32) -> dict:
 def _check_token_ids(ids, n_vocab):
     if ids.size:  # static: min/max of an empty array is undefined, and there is nothing to check
         lo, hi = ids.min(), ids.max()
-        checkify.check((lo >= 0) & (hi < n_vocab), f"token id {{bad}} is outside the wte table [0, {n_vocab})",
-                       bad=jnp.where(lo < 0, lo, hi))
+        checkify.check(
+            (lo >= 0) & (hi < n_vocab),
+            f"token id {{bad}} is outside the wte table [0, {n_vocab})",
+            bad=jnp.where(lo < 0, lo, hi),
+        )
 
 
 def bucket(n_tokens: int) -> int:

@@ -2,6 +2,12 @@
 
 from gpt2_conformance.api.backend import REFERENCE, Backend
 
-BACKEND = Backend(name="numpy", adapter="adapter:NumpyAdapter", requires=("numpy",),
-                  kind=REFERENCE, extra="", bench="bench",
-                  bench_modes={"suite": (), "take-out": ("forward",), "fancy": ("forward",), "nocheck": ("forward",)})
+BACKEND = Backend(
+    name="numpy",
+    adapter="adapter:NumpyAdapter",
+    requires=("numpy",),
+    kind=REFERENCE,
+    extra="",
+    bench="bench",
+    bench_modes={"suite": (), "take-out": ("forward",), "fancy": ("forward",), "nocheck": ("forward",)},
+)

@@ -143,8 +143,8 @@ class NumpyAdapter(Adapter):
         h32 = h_flat.astype(np.float32)
         out = np.empty((h_flat.shape[0], gpt2.N_VOCAB), self._dtype)
         for start in range(0, gpt2.N_VOCAB, _HEAD_ROWS):
-            block = self.wte[start:start + _HEAD_ROWS].astype(np.float32)
-            out[:, start:start + _HEAD_ROWS] = h32 @ block.T
+            block = self.wte[start : start + _HEAD_ROWS].astype(np.float32)
+            out[:, start : start + _HEAD_ROWS] = h32 @ block.T
         return out.reshape(shape)
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):

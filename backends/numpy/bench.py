@@ -27,7 +27,9 @@ MODES = {
     "suite": "NumpyAdapter: host range check, np.take(mode='clip') + in-place add, one piece per core (fresh output)",
     "take-out": "host range check, np.take(mode='clip', out=) + np.add(out=) into a preallocated buffer, one thread",
     "fancy": "host range check, wte[ids] + wpe[p:p+T] (fancy indexing)",
-    "nocheck": "forward only: the suite mode's np.take(mode='clip') + add, one piece per core, no check (comparison only)",
+    "nocheck": (
+        "forward only: the suite mode's np.take(mode='clip') + add, one piece per core, no check (comparison only)"
+    ),
 }
 SUITE_MODE = "suite"
 FASTEST_MODE = "suite"  # threaded; take-out shows one core with no allocation
@@ -66,22 +68,25 @@ class Runner:
                 return lambda: self.adapter.embed(ids, past_length)
             if self.mode == "take-out":
                 out = np.empty((*ids.shape, self.wte.shape[1]), self.wte.dtype)
-                pos = self.wpe[past_length:past_length + ids.shape[1]][None]
+                pos = self.wpe[past_length : past_length + ids.shape[1]][None]
 
                 def take_out():
                     check_embed_inputs(ids, past_length)
                     np.take(self.wte, ids, axis=0, out=out, mode="clip")
                     return np.add(out, pos, out=out)
+
                 return take_out
             if self.mode == "nocheck":
                 from gpt2_conformance.backends.numpy.adapter import gather_add
 
-                rows = self.wpe[past_length:past_length + ids.shape[1]]
+                rows = self.wpe[past_length : past_length + ids.shape[1]]
                 return lambda: gather_add(self.wte, rows, ids)
             if self.mode == "fancy":
+
                 def fancy():
                     check_embed_inputs(ids, past_length)
-                    return self.wte[ids] + self.wpe[past_length:past_length + ids.shape[1]][None]
+                    return self.wte[ids] + self.wpe[past_length : past_length + ids.shape[1]][None]
+
                 return fancy
         if self.mode != "suite":
             return None
@@ -93,8 +98,9 @@ class Runner:
                 d_wte = np.zeros((gpt2.N_VOCAB, d), np.float32)
                 np.add.at(d_wte, ids.reshape(-1), dh.reshape(-1, d))
                 d_wpe = np.zeros((gpt2.N_CTX, d), np.float32)
-                d_wpe[past_length:past_length + ids.shape[1]] = dh.sum(axis=0)
+                d_wpe[past_length : past_length + ids.shape[1]] = dh.sum(axis=0)
                 return d_wte, d_wpe
+
             return backward
         if w.kind == "logits":
             return lambda: self.adapter.logits(h)

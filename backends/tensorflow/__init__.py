@@ -11,7 +11,13 @@ from gpt2_conformance.api.backend import REFERENCE, Backend
 # a test makes is faulted in again; its pooling allocator keeps them (TF_CPU_ALLOCATOR_USE_BFC,
 # read by ProcessState::GetCPUAllocator, tensorflow/core/common_runtime/process_state.cc). A
 # verdict: 17.1 s median against 18.1 s, system time 7.5 s against 9.3 s (five alternating pairs).
-BACKEND = Backend(name="tensorflow", adapter="adapter:TensorFlowAdapter", requires=("tensorflow",),
-                  kind=REFERENCE, extra="tensorflow", bench="bench",
-                  bench_modes={"suite": (), "xla": (), "nocheck": ("forward",), "eager": (), "pretransposed": ("logits",)},
-                  child_env={"TF_USE_LEGACY_KERAS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"})
+BACKEND = Backend(
+    name="tensorflow",
+    adapter="adapter:TensorFlowAdapter",
+    requires=("tensorflow",),
+    kind=REFERENCE,
+    extra="tensorflow",
+    bench="bench",
+    bench_modes={"suite": (), "xla": (), "nocheck": ("forward",), "eager": (), "pretransposed": ("logits",)},
+    child_env={"TF_USE_LEGACY_KERAS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"},
+)

@@ -17,10 +17,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TF loads: hides its
 import numpy as np
 import tensorflow as tf
 
-from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, initial_tables
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.validation import check_tables, check_token_ids
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, initial_tables
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
 
@@ -117,6 +117,9 @@ class TensorFlowAdapter(Adapter):
                 h = model(X, past_length)
                 logits = model.logits(h)
             # the vector-Jacobian product of (h, logits) with the cotangents is dL/d(wte, wpe)
-            grads = tape.gradient([h, logits], [model.wte, model.wpe],
-                                  output_gradients=[tf.cast(cotangent_h, h.dtype), tf.cast(cotangent_logits, logits.dtype)])
+            grads = tape.gradient(
+                [h, logits],
+                [model.wte, model.wpe],
+                output_gradients=[tf.cast(cotangent_h, h.dtype), tf.cast(cotangent_logits, logits.dtype)],
+            )
             return tuple(tf.cast(tf.convert_to_tensor(g), tf.float32).numpy() for g in grads)

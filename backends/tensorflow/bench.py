@@ -7,9 +7,10 @@ Modes:
                  GPT2Embedding.logits, (wte @ h^T)^T in a tf.function without XLA.
   xla            one tf.function(jit_compile=True) returning h and an in-range flag (min/max of
                  the ids, computed in the same XLA cluster), called through its concrete function;
-                 the host reads the flag and raises before h is returned. XLA drops a tf.debugging.Assert inside a cluster, but it
-                 cannot drop an output. An Assert outside the cluster, ordered before it by a
-                 control dependency, cost 0.2-0.3 ms more here (two executions per call).
+                 the host reads the flag and raises before h is returned. XLA drops a
+                 tf.debugging.Assert inside a cluster, but it cannot drop an output. An Assert
+                 outside the cluster, ordered before it by a control dependency, costs two
+                 executions per call.
                  head and backward: tf.function(jit_compile=True) (backward keeps the Assert).
   nocheck        forward only: the same XLA gather + add with no check, to show TF's own
                  ceiling at a shape (comparison only).
@@ -42,9 +43,13 @@ MODES = {
 }
 SUITE_MODE = "suite"
 FASTEST_MODE = "xla"
-CHECK = {"suite": "on (in-graph Assert before the gather)",
-         "xla": "on (min/max flag out of the XLA cluster, host raises)", "nocheck": "OFF (comparison only)",
-         "eager": "on (eager min/max, host sync)", "pretransposed": "n/a (head only)"}
+CHECK = {
+    "suite": "on (in-graph Assert before the gather)",
+    "xla": "on (min/max flag out of the XLA cluster, host raises)",
+    "nocheck": "OFF (comparison only)",
+    "eager": "on (eager min/max, host sync)",
+    "pretransposed": "n/a (head only)",
+}
 
 
 def available(device: str) -> tuple[bool, str]:
@@ -123,6 +128,7 @@ class Runner:
             if not bool(in_range):
                 raise ValueError("token id outside the wte table")
             return h
+
         return forward
 
     def _eager_forward(self, X, past_length):
@@ -144,6 +150,7 @@ class Runner:
                 h = forward(wte, wpe, X, past_length)
             d_wte, d_wpe = tape.gradient(h, [wte, wpe], output_gradients=dh)
             return tf.convert_to_tensor(d_wte), tf.convert_to_tensor(d_wpe)
+
         if jit is None:
             return backward
         return tf.function(backward, jit_compile=jit)

@@ -88,6 +88,7 @@ class GPT2Embedding(tf.Module):
 # method traces once per instance, and the suite makes dozens (57 traces of 23-35 ms in one
 # whole-suite process); these trace once per input signature for every instance (12).
 
+
 @tf.function(reduce_retracing=True)
 def checked_gather_add(wte, wpe, X, past_length):
     """gather_add behind an assert that every id is in [0, V): one min/max reduction on the

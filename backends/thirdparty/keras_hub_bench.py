@@ -35,6 +35,7 @@ def _sync(backend: str):
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             return out
+
         return sync
     import tensorflow as tf
 
@@ -45,6 +46,7 @@ def _sync(backend: str):
         if gpu and sync_devices:
             sync_devices()
         return out
+
     return sync
 
 
@@ -83,7 +85,12 @@ def native_bench(adapter, device: str) -> NativeBench:
 
         forward, logits = torch.no_grad()(forward), torch.no_grad()(logits)
 
-    return NativeBench(put=ops.convert_to_tensor, forward=forward, logits=logits, sync=_sync(backend),
-                       description=f"GPT2Backbone's embedding layers and tied head (reverse=True) on {backend} "
-                                   "tensors, eager, as call_with_cache runs them",
-                       threads=f"keras on {backend}: the framework's defaults")
+    return NativeBench(
+        put=ops.convert_to_tensor,
+        forward=forward,
+        logits=logits,
+        sync=_sync(backend),
+        description=f"GPT2Backbone's embedding layers and tied head (reverse=True) on {backend} "
+        "tensors, eager, as call_with_cache runs them",
+        threads=f"keras on {backend}: the framework's defaults",
+    )

@@ -58,8 +58,10 @@ def import_keras(backend: str):
     if loaded is not None:
         current = loaded.config.backend()
         if current != backend:
-            raise RuntimeError(f"keras is already imported with backend {current!r} in this process; "
-                               f"the keras-hub {backend} adapter needs its own process (KERAS_BACKEND={backend})")
+            raise RuntimeError(
+                f"keras is already imported with backend {current!r} in this process; "
+                f"the keras-hub {backend} adapter needs its own process (KERAS_BACKEND={backend})"
+            )
     else:
         os.environ["KERAS_BACKEND"] = backend
     import keras
@@ -72,8 +74,7 @@ def versions(backend: str) -> str:
     from importlib.metadata import version
 
     framework = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[backend]
-    return (f"keras-hub {version('keras-hub')} GPT2Backbone (keras {version('keras')}, "
-            f"{framework} {version(framework)})")
+    return f"keras-hub {version('keras-hub')} GPT2Backbone (keras {version('keras')}, {framework} {version(framework)})"
 
 
 class KerasHubGPT2Adapter(Adapter):
@@ -102,8 +103,14 @@ class KerasHubGPT2Adapter(Adapter):
 
         def build():
             return self.keras_hub.models.GPT2Backbone(
-                vocabulary_size=gpt2.N_VOCAB, num_layers=0, num_heads=_N_HEAD.get(d, 1), hidden_dim=d,
-                intermediate_dim=4 * d, max_sequence_length=gpt2.N_CTX, dtype=self.config.dtype)
+                vocabulary_size=gpt2.N_VOCAB,
+                num_layers=0,
+                num_heads=_N_HEAD.get(d, 1),
+                hidden_dim=d,
+                intermediate_dim=4 * d,
+                max_sequence_length=gpt2.N_CTX,
+                dtype=self.config.dtype,
+            )
 
         module = sys.modules[self.keras_hub.models.GPT2Backbone.__module__]
         if not zero_tables or not hasattr(module, INITIALIZER):  # another keras-hub: its own draws, slower
@@ -141,8 +148,9 @@ class KerasHubGPT2Adapter(Adapter):
 
     def parameters(self):
         keep = ("token_embedding", "position_embedding")
-        return {v.path: tuple(int(n) for n in v.shape) for v in self.backbone.trainable_weights
-                if v.path.startswith(keep)}
+        return {
+            v.path: tuple(int(n) for n in v.shape) for v in self.backbone.trainable_weights if v.path.startswith(keep)
+        }
 
     # -- forward ------------------------------------------------------------------
     def embed(self, ids, past_length=0):

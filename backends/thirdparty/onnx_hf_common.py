@@ -52,13 +52,16 @@ def to_model_dtype(array: np.ndarray, dtype: str) -> np.ndarray:
 
 def exported_by() -> str:
     """What made the graph, for implementation(): model, exporter, opset."""
-    return (f"transformers {version('transformers')} GPT2LMHeadModel exported by torch {version('torch')} "
-            f"torch.onnx.export(dynamo=True, onnxscript {version('onnxscript')}), ONNX opset {export.OPSET}, "
-            f"onnx {version('onnx')}")
+    return (
+        f"transformers {version('transformers')} GPT2LMHeadModel exported by torch {version('torch')} "
+        f"torch.onnx.export(dynamo=True, onnxscript {version('onnxscript')}), ONNX opset {export.OPSET}, "
+        f"onnx {version('onnx')}"
+    )
 
 
-def write_model(graph: export.ExportedGraph, wte: np.ndarray, wpe: np.ndarray, folder: str,
-                outputs: tuple[str, ...] = ()) -> str:
+def write_model(
+    graph: export.ExportedGraph, wte: np.ndarray, wpe: np.ndarray, folder: str, outputs: tuple[str, ...] = ()
+) -> str:
     """model.onnx in `folder` with wte and wpe as its external data files; the model's path.
     `outputs`: also write <output>.onnx for each, the same graph with that one output (the
     nodes only the others read are then dead; the engine prunes them), beside the same tables."""

@@ -42,5 +42,11 @@ def native(adapter, device: str, forward, description: str) -> NativeBench:
     def logits(h):
         return adapter._head(h)
 
-    return NativeBench(put=lambda a: torch.from_numpy(a).to(dev), forward=torch.no_grad()(forward), logits=logits,
-                       sync=sync, description=description, threads=f"torch.get_num_threads()={torch.get_num_threads()}")
+    return NativeBench(
+        put=lambda a: torch.from_numpy(a).to(dev),
+        forward=torch.no_grad()(forward),
+        logits=logits,
+        sync=sync,
+        description=description,
+        threads=f"torch.get_num_threads()={torch.get_num_threads()}",
+    )

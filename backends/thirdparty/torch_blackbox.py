@@ -20,8 +20,8 @@ import abc
 import numpy as np
 import torch
 
-from gpt2_conformance.backends.torch.adapter import from_numpy  # the same numpy -> torch bridge as ours
 from gpt2_conformance.api.adapter import Adapter
+from gpt2_conformance.backends.torch.adapter import from_numpy  # the same numpy -> torch bridge as ours
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

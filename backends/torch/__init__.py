@@ -2,6 +2,12 @@
 
 from gpt2_conformance.api.backend import REFERENCE, Backend
 
-BACKEND = Backend(name="torch", adapter="adapter:TorchAdapter", requires=("torch",),
-                  kind=REFERENCE, extra="torch", bench="bench",
-                  bench_modes={"suite": (), "compile": (), "suite-1thread": (), "nocheck": ("forward",)})
+BACKEND = Backend(
+    name="torch",
+    adapter="adapter:TorchAdapter",
+    requires=("torch",),
+    kind=REFERENCE,
+    extra="torch",
+    bench="bench",
+    bench_modes={"suite": (), "compile": (), "suite-1thread": (), "nocheck": ("forward",)},
+)

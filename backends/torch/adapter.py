@@ -16,7 +16,6 @@ from torch import nn
 
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.validation import check_tables
-
 from gpt2_conformance.backends.torch.model import GPT2Embedding
 
 _TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

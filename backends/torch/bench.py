@@ -33,8 +33,12 @@ MODES = {
 }
 SUITE_MODE = "suite"
 FASTEST_MODE = "compile"
-CHECK = {"suite": "on (aminmax on device, host sync)", "compile": "on (eager aminmax + host sync before the compiled kernel)",
-         "suite-1thread": "on (aminmax on device, host sync)", "nocheck": "OFF (comparison only)"}
+CHECK = {
+    "suite": "on (aminmax on device, host sync)",
+    "compile": "on (eager aminmax + host sync before the compiled kernel)",
+    "suite-1thread": "on (aminmax on device, host sync)",
+    "nocheck": "OFF (comparison only)",
+}
 _THREADS = torch.get_num_threads()  # the default, restored for every mode but suite-1thread
 
 
@@ -58,7 +62,7 @@ def _scatter_add(dh, ids, past_length: int, n_vocab: int, n_ctx: int):
     d = dh.shape[-1]
     d_wte = torch.zeros(n_vocab, d, dtype=dh.dtype, device=dh.device).index_add_(0, ids.reshape(-1), dh.reshape(-1, d))
     d_wpe = torch.zeros(n_ctx, d, dtype=dh.dtype, device=dh.device)
-    d_wpe[past_length:past_length + dh.shape[1]] = dh.sum(0)
+    d_wpe[past_length : past_length + dh.shape[1]] = dh.sum(0)
     return d_wte, d_wpe
 
 
@@ -91,16 +95,17 @@ class Runner:
         past_length = m.check_past_length(past_length)
         m.check_positions(ids.shape[1], past_length, self.model.n_ctx)
         m.check_token_ids(ids, self.model.n_vocab)
-        return _gather_add(self.model.wte.weight, self.model.wpe.weight[past_length:past_length + ids.shape[1]], ids)
+        return _gather_add(self.model.wte.weight, self.model.wpe.weight[past_length : past_length + ids.shape[1]], ids)
 
     def make(self, w, ids, past_length, dh=None, h=None):
         model = self.model
         if w.kind == "forward" and self.mode == "nocheck":
-            wte, wpe = model.wte.weight, model.wpe.weight[past_length:past_length + ids.shape[1]]
+            wte, wpe = model.wte.weight, model.wpe.weight[past_length : past_length + ids.shape[1]]
 
             @torch.no_grad()
             def unchecked():
                 return _gather_add(wte, wpe, ids)
+
             return unchecked
         if w.kind == "forward":
             fwd = self._checked_compiled_forward if self.mode == "compile" else model
@@ -108,6 +113,7 @@ class Runner:
             @torch.no_grad()
             def forward():
                 return fwd(ids, past_length)
+
             return forward
         if w.kind == "backward":
             if self.mode != "compile":
@@ -117,9 +123,11 @@ class Runner:
                 return lambda: torch.autograd.grad(out, params, dh, retain_graph=True)
             return lambda: _scatter_add(dh, ids, past_length, gpt2.N_VOCAB, gpt2.N_CTX)
         if w.kind == "logits":
+
             @torch.no_grad()
             def logits():
                 return self._head(h)
+
             return logits
         return None
 
@@ -145,5 +153,11 @@ def native_bench(adapter, device: str):
     def logits(h):
         return model.head(h)
 
-    return NativeBench(put=lambda a: torch.from_numpy(a).to(dev), forward=forward, logits=logits, sync=sync,
-                       description=MODES["suite"], threads=threads_setting())
+    return NativeBench(
+        put=lambda a: torch.from_numpy(a).to(dev),
+        forward=forward,
+        logits=logits,
+        sync=sync,
+        description=MODES["suite"],
+        threads=threads_setting(),
+    )

@@ -35,8 +35,16 @@ def check_token_ids(ids: torch.Tensor, n_vocab: int) -> None:
 class GPT2Embedding(nn.Module):
     """wte [n_vocab, n_embd] and wpe [n_ctx, n_embd]; forward gives h, head gives logits."""
 
-    def __init__(self, n_embd: int, n_vocab: int = gpt2.N_VOCAB, n_ctx: int = gpt2.N_CTX, *,
-                 device=None, dtype=None, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        n_embd: int,
+        n_vocab: int = gpt2.N_VOCAB,
+        n_ctx: int = gpt2.N_CTX,
+        *,
+        device=None,
+        dtype=None,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         self.n_vocab, self.n_ctx = n_vocab, n_ctx
         self.wte = nn.Embedding(n_vocab, n_embd, device=device, dtype=dtype)

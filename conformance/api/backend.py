@@ -21,7 +21,8 @@ class Backend:
     adapter: str  # "module:factory", the module relative to the backend's folder
     requires: tuple[str, ...]  # modules it imports: without one, `run --backend all` skips it, saying so
     kind: str  # REFERENCE or JUDGED (judged as it is, with waivers and a report of its own)
-    extra: str  # the pyproject extra that installs what it needs (pip install "gpt2-conformance[EXTRA]"); "" the core install
+    # the pyproject extra that installs what it needs (pip install "gpt2-conformance[EXTRA]"); "" the core install
+    extra: str
     waivers: str = ""  # the waiver file in the folder (JUDGED backends)
     # bench: its own hooks module in the folder ("bench") and its modes, each with the workload
     # kinds it times (all of WORKLOAD_KINDS where empty); without modes, the bench times the

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpt2_conformance.api.adapter import Adapter
@@ -56,7 +57,6 @@ class NativeBench:
     sync: Callable[[Any], Any] = field(default=_identity)  # waits until the device has computed out
     description: str = ""  # what is timed, in a few words (shown in the report's Modes section)
     threads: str = ""  # the framework's thread setting, if it has one
-
 
 
 ENTRY = "native_bench"  # the adapter method, or the function in the sibling bench.py
@@ -97,7 +97,7 @@ def native_available(factory, device: str) -> tuple[bool, str]:
     return (True, "") if device in devices else (False, f"the adapter does not claim device {device!r} ({devices})")
 
 
-def find(adapter: "Adapter", device: str) -> NativeBench | None:
+def find(adapter: Adapter, device: str) -> NativeBench | None:
     """The adapter's NativeBench for device, or None where it brings none."""
     method = getattr(adapter, ENTRY, None)
     if method is not None:
@@ -110,10 +110,13 @@ def find(adapter: "Adapter", device: str) -> NativeBench | None:
 
 def _checked(nb, where: type) -> NativeBench:
     if not isinstance(nb, NativeBench):
-        raise TypeError(f"{where.__name__}.native_bench returned {type(nb).__name__}, but should return a "
-                        "gpt2_conformance.api.bench.NativeBench")
+        raise TypeError(
+            f"{where.__name__}.native_bench returned {type(nb).__name__}, but should return a "
+            "gpt2_conformance.api.bench.NativeBench"
+        )
     for name in ("put", "forward", "sync"):
         if not callable(getattr(nb, name)):
-            raise TypeError(f"{where.__name__}.native_bench: NativeBench.{name}={getattr(nb, name)!r}, but should be "
-                            "callable")
+            raise TypeError(
+                f"{where.__name__}.native_bench: NativeBench.{name}={getattr(nb, name)!r}, but should be callable"
+            )
     return nb

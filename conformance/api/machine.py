@@ -7,7 +7,8 @@ import glob
 import mmap
 import os
 import tempfile
-from typing import BinaryIO, Callable
+from collections.abc import Callable
+from typing import BinaryIO
 
 import numpy as np
 

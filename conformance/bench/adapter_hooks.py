@@ -19,8 +19,8 @@ shape), which would swamp the scatter-add being measured.
 
 from __future__ import annotations
 
-from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
 from gpt2_conformance.api import bench as native
+from gpt2_conformance.api.adapter import AdapterConfig, capabilities_of
 
 BRIDGE = "the Adapter API (numpy in, numpy out, conversions included) as the suite calls it"
 NATIVE = "native hooks: the framework's tensors put on the device once, its own sync, no numpy in the call"
@@ -46,6 +46,7 @@ class AdapterHooks:
         class Runner(_Runner):
             def __init__(self, wte, wpe, mode, device):
                 super().__init__(hooks, wte, wpe, mode, device)
+
         self.Runner = Runner
 
     def available(self, device: str) -> tuple[bool, str]:
@@ -62,8 +63,10 @@ class AdapterHooks:
                 self.SUITE_MODE = NATIVE_MODE
                 return True, ""
             return False, f"{self.spec}: {why}"
-        return False, (f"{self.spec} does not claim device {device!r} ({devices}) and brings no native bench "
-                       "hooks (conformance/api/bench.py)")
+        return False, (
+            f"{self.spec} does not claim device {device!r} ({devices}) and brings no native bench "
+            "hooks (conformance/api/bench.py)"
+        )
 
     def threads_setting(self) -> str:
         return self._threads or "the implementation's defaults"

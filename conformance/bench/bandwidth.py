@@ -58,7 +58,9 @@ def _pieces(read: int, write: int, pieces: int, reader: str) -> list:
                 read_pass(rd)
             if fl.size:
                 fl.fill(0.0)
+
         return run
+
     return [piece(k) for k in range(pieces)]
 
 

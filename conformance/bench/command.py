@@ -40,40 +40,83 @@ BLOCK_S, LEAD_IN_S = 0.08, 0.02
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="rank the installed implementations by speed on the same work, with "
-                                            "confidence intervals; or gate a change against a baseline")
-    p.add_argument("--backend", action="append",
-                   help="backend to time (repeatable): a registered name (`gpt2-conformance list`), a "
-                        "package.module:factory spec, or `all` (default: the reference backends installed)")
+    p = subparsers.add_parser(
+        "bench",
+        help="rank the installed implementations by speed on the same work, with "
+        "confidence intervals; or gate a change against a baseline",
+    )
+    p.add_argument(
+        "--backend",
+        action="append",
+        help="backend to time (repeatable): a registered name (`gpt2-conformance list`), a "
+        "package.module:factory spec, or `all` (default: the reference backends installed)",
+    )
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
-    p.add_argument("--quick", action="store_true",
-                   help="each workload at its standard shape only (default workloads: the decode step and the "
-                        "prefill forward), each backend in its default mode; about a minute on 2 cores")
-    p.add_argument("--workload", action="append", dest="workloads", choices=workloads.NAMES,
-                   help="only this workload (repeatable; default: all, or the decode step and the prefill "
-                        "forward with --quick and --against)")
-    p.add_argument("--mode", action="append", dest="modes",
-                   help="only this mode (repeatable; default: every mode, or with --quick and --against the "
-                        "implementation as its adapter runs it)")
-    p.add_argument("--sizes", type=_sizes, metavar="D[,D...]",
-                   help="n_embd values for the prefill shapes (default: 768,1024,1280,1600; not with --quick)")
-    p.add_argument("--rounds", type=int, metavar="N",
-                   help=f"turns per row and workload (default {ROUNDS['quick']} with --quick, {ROUNDS['gate']} with "
-                        f"--against, {ROUNDS['full']} otherwise)")
-    p.add_argument("--processes", type=int, metavar="P",
-                   help="worker processes per implementation: a difference must hold in every process pair to be "
-                        "called significant (default 2 with --quick and --against; 1 for a full run, whose every "
-                        "mode of every workload would need twice the memory and time)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="each workload at its standard shape only (default workloads: the decode step and the "
+        "prefill forward), each backend in its default mode; about a minute on 2 cores",
+    )
+    p.add_argument(
+        "--workload",
+        action="append",
+        dest="workloads",
+        choices=workloads.NAMES,
+        help="only this workload (repeatable; default: all, or the decode step and the prefill "
+        "forward with --quick and --against)",
+    )
+    p.add_argument(
+        "--mode",
+        action="append",
+        dest="modes",
+        help="only this mode (repeatable; default: every mode, or with --quick and --against the "
+        "implementation as its adapter runs it)",
+    )
+    p.add_argument(
+        "--sizes",
+        type=_sizes,
+        metavar="D[,D...]",
+        help="n_embd values for the prefill shapes (default: 768,1024,1280,1600; not with --quick)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        metavar="N",
+        help=f"turns per row and workload (default {ROUNDS['quick']} with --quick, {ROUNDS['gate']} with "
+        f"--against, {ROUNDS['full']} otherwise)",
+    )
+    p.add_argument(
+        "--processes",
+        type=int,
+        metavar="P",
+        help="worker processes per implementation: a difference must hold in every process pair to be "
+        "called significant (default 2 with --quick and --against; 1 for a full run, whose every "
+        "mode of every workload would need twice the memory and time)",
+    )
     p.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
-    p.add_argument("--compare", metavar="BASELINE.json",
-                   help="print each row's median beside a stored run's (advisory: not timed together)")
-    p.add_argument("--adapter", metavar="NEW", help="with --against: the implementation under test (a backend "
-                                                    "name or package.module:factory)")
-    p.add_argument("--against", metavar="BASE", help="the gate: time NEW and BASE in turns in this run and exit 1 "
-                                                     "if NEW is slower by more than --fail-above with 95%% confidence")
-    p.add_argument("--against-python", metavar="PYTHON",
-                   help="run BASE's worker with this interpreter (another checkout's venv, as asv builds both "
-                        "commits); it must have gpt2-conformance installed")
+    p.add_argument(
+        "--compare",
+        metavar="BASELINE.json",
+        help="print each row's median beside a stored run's (advisory: not timed together)",
+    )
+    p.add_argument(
+        "--adapter",
+        metavar="NEW",
+        help="with --against: the implementation under test (a backend name or package.module:factory)",
+    )
+    p.add_argument(
+        "--against",
+        metavar="BASE",
+        help="the gate: time NEW and BASE in turns in this run and exit 1 "
+        "if NEW is slower by more than --fail-above with 95%% confidence",
+    )
+    p.add_argument(
+        "--against-python",
+        metavar="PYTHON",
+        help="run BASE's worker with this interpreter (another checkout's venv, as asv builds both "
+        "commits); it must have gpt2-conformance installed",
+    )
     p.add_argument("--fail-above", type=float, default=10.0, metavar="PCT", help="the gate's threshold (default 10)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds a worker may take to answer one command")
 
@@ -102,8 +145,10 @@ def backend_names(requested: list[str] | None) -> list[str]:
         elif ":" in name or name in registry.available():
             names.append(name)
         else:
-            raise LookupError(f"--backend {name!r}: unknown backend; available: {', '.join(registry.available())}, "
-                              "all, or package.module:factory")
+            raise LookupError(
+                f"--backend {name!r}: unknown backend; available: {', '.join(registry.available())}, "
+                "all, or package.module:factory"
+            )
     return list(dict.fromkeys(names))
 
 
@@ -124,8 +169,10 @@ def bad_args(args) -> str | None:
     if args.processes < 1:
         return f"--processes {args.processes}: must be >= 1"
     if args.rounds is not None and args.rounds < 3 * args.processes:
-        return (f"--rounds {args.rounds}: a ratio's interval needs at least 3 rounds per process "
-                f"({3 * args.processes} with --processes {args.processes})")
+        return (
+            f"--rounds {args.rounds}: a ratio's interval needs at least 3 rounds per process "
+            f"({3 * args.processes} with --processes {args.processes})"
+        )
     if not args.timeout > 0:
         return f"--timeout {args.timeout}: must be > 0 seconds"
     if args.sizes and (args.quick or args.against):
@@ -151,17 +198,24 @@ def _memory(args, sides: int) -> str | None:
     1 where two would not fit in memory, said in a line); what is wrong where the asked number of
     workers would not fit (every implementation's workers are alive at once)."""
     available = machine.available_memory_bytes()
-    fits = (lambda p: available is None or sides * p * WORKER_BYTES <= available)
+
+    def fits(p: int) -> bool:
+        return available is None or sides * p * WORKER_BYTES <= available
+
     if args.processes is None:
         args.processes = 2 if (args.quick or args.against) and fits(2) else 1
         if (args.quick or args.against) and args.processes == 1:
-            print(f"bench: one process per implementation: {sides} implementations in two each would need about "
-                  f"{sides * 2 * WORKER_BYTES / 2**30:.0f} GB; this machine has {available / 2**30:.0f} GB free",
-                  flush=True)
+            print(
+                f"bench: one process per implementation: {sides} implementations in two each would need about "
+                f"{sides * 2 * WORKER_BYTES / 2**30:.0f} GB; this machine has {available / 2**30:.0f} GB free",
+                flush=True,
+            )
     if not fits(args.processes):
-        return (f"{sides} implementations in {args.processes} process(es) each need about "
-                f"{sides * args.processes * WORKER_BYTES / 2**30:.0f} GB and this machine has "
-                f"{available / 2**30:.0f} GB free: time fewer backends at once (--backend) or --processes 1")
+        return (
+            f"{sides} implementations in {args.processes} process(es) each need about "
+            f"{sides * args.processes * WORKER_BYTES / 2**30:.0f} GB and this machine has "
+            f"{available / 2**30:.0f} GB free: time fewer backends at once (--backend) or --processes 1"
+        )
     return None
 
 
@@ -169,9 +223,12 @@ def sides_of(args, names: list[str]) -> list[session.Side]:
     """The gate's two sides, or every backend's and, on the CPU, the limit's (a numpy stream: no
     GPU's limit; the gate needs no roofline)."""
     if args.against:
-        return [session.Side(f"new {args.adapter}", args.adapter, args.modes),
-                session.Side(f"base {args.against}", args.against, args.modes,
-                             python=args.against_python or sys.executable)]
+        return [
+            session.Side(f"new {args.adapter}", args.adapter, args.modes),
+            session.Side(
+                f"base {args.against}", args.against, args.modes, python=args.against_python or sys.executable
+            ),
+        ]
     limit = [session.Side(LIMIT, LIMIT, None)] if args.device == "cpu" else []
     return [session.Side(n, n, args.modes) for n in names] + limit
 
@@ -179,8 +236,11 @@ def sides_of(args, names: list[str]) -> list[session.Side]:
 def plan_of(args) -> list[workloads.Workload]:
     if args.quick or args.against:
         return [workloads.standard(n) for n in (args.workloads or workloads.QUICK)]
-    return [w for w in workloads.plan(sizes=args.sizes) if (not args.workloads or w.name in args.workloads)
-            and (args.device == "cpu" or w.cache == "warm")]  # a GPU's caches are not the host's to flush
+    return [
+        w
+        for w in workloads.plan(sizes=args.sizes)
+        if (not args.workloads or w.name in args.workloads) and (args.device == "cpu" or w.cache == "warm")
+    ]  # a GPU's caches are not the host's to flush
 
 
 def _default_mode(side: session.Side) -> None:
@@ -205,8 +265,11 @@ def run(args) -> int:
     rounds = args.rounds or ROUNDS["gate" if args.against else "quick" if args.quick else "full"]
     sides = sides_of(args, names)
     os.makedirs(args.out_dir, exist_ok=True)
-    print(f"gpt2-conformance bench: {', '.join(s.label for s in sides)} on {args.device}; {len(plan)} workload(s), "
-          f"{rounds} rounds; {machine.cores()} cores", flush=True)
+    print(
+        f"gpt2-conformance bench: {', '.join(s.label for s in sides)} on {args.device}; {len(plan)} workload(s), "
+        f"{rounds} rounds; {machine.cores()} cores",
+        flush=True,
+    )
     tables = []
     load = timing.OtherLoad(lambda: session.own_cpu_seconds(sides))
     # fresh workers for each size: the allocator keeps what a process freed (session.MALLOC_ENV),
@@ -220,21 +283,32 @@ def run(args) -> int:
                     _default_mode(side)
             for w in part:  # one workload's runners in memory at a time
                 rows = session.prepare(sides, w)
-                print(f"  {w.group}: {sum(r.side.backend != LIMIT for r in rows)} implementation(s), "
-                      f"{rounds} rounds", flush=True)
+                print(
+                    f"  {w.group}: {sum(r.side.backend != LIMIT for r in rows)} implementation(s), {rounds} rounds",
+                    flush=True,
+                )
                 with load.window():
                     session.alternate(rows, rounds, BLOCK_S, LEAD_IN_S)
                 tables.append(summary.workload_table(w, rows, args.device, args.processes))
         finally:
             session.stop(sides)
-    meta = {"device": args.device, "quick": bool(args.quick), "cores": machine.cores(), "rounds": rounds,
-            "processes": args.processes,
-            "block_s": BLOCK_S, "lead_in_s": LEAD_IN_S, "root": session.REPO_ROOT,
-            "other_load_cores": load.cores(), "busy_cores": timing.OtherLoad.BUSY_CORES,
-            "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(), "wall_s": time.perf_counter() - start,
-            "skipped": {s.label: s.info["skipped"] for s in sides if s.info.get("skipped")},
-            "side_errors": {s.label: s.error for s in sides if s.error},
-            "implementation": {s.label: s.info.get("implementation", "") for s in sides}}
+    meta = {
+        "device": args.device,
+        "quick": bool(args.quick),
+        "cores": machine.cores(),
+        "rounds": rounds,
+        "processes": args.processes,
+        "block_s": BLOCK_S,
+        "lead_in_s": LEAD_IN_S,
+        "root": session.REPO_ROOT,
+        "other_load_cores": load.cores(),
+        "busy_cores": timing.OtherLoad.BUSY_CORES,
+        "datetime": _dt.datetime.now(_dt.UTC).isoformat(),
+        "wall_s": time.perf_counter() - start,
+        "skipped": {s.label: s.info["skipped"] for s in sides if s.info.get("skipped")},
+        "side_errors": {s.label: s.error for s in sides if s.error},
+        "implementation": {s.label: s.info.get("implementation", "") for s in sides},
+    }
     for label, error in meta["side_errors"].items():
         print(f"bench: {label}: {error}", flush=True)
     _write_outputs(tables, meta, args.out_dir)
@@ -272,4 +346,3 @@ def _write_outputs(tables: list[dict], meta: dict, out_dir: str) -> None:
 def _usage(message: str) -> int:
     print(f"gpt2-conformance bench: error: {message}", file=sys.stderr)
     return 2
-

@@ -16,8 +16,10 @@ from gpt2_conformance.merge.inputs import load_bench
 def report(baseline_path: str, current_path: str) -> str:
     """One line per row both runs timed: the medians and the change; then what only one side has."""
     old, new = ({r["fullname"]: r["median_s"] for r in load_bench(p)} for p in (baseline_path, current_path))
-    lines = [f"compare with {baseline_path} (ADVISORY: the two runs were not timed together, so a change "
-             "within the machine's drift means nothing; gate with --against)"]
+    lines = [
+        f"compare with {baseline_path} (ADVISORY: the two runs were not timed together, so a change "
+        "within the machine's drift means nothing; gate with --against)"
+    ]
     for name in (n for n in new if n in old):
         change = 100 * (new[name] / old[name] - 1)
         lines.append(f"  {name}: {old[name] * 1e3:.3f} ms -> {new[name] * 1e3:.3f} ms ({change:+.1f}%)")

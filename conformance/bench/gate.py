@@ -29,10 +29,14 @@ def judge(tables: list[dict], new: str, base: str, fail_above: float) -> tuple[i
             lines.append(f"gate {table['group']}: NOT JUDGED (fewer than 3 rounds per cohort with both sides timed)")
             code = 1
         elif r.low > limit:
-            lines.append(f"gate {table['group']}: SLOWER: {new} takes {r.text()} the time of {base}, "
-                         f"above {limit:.2f} with 95% confidence")
+            lines.append(
+                f"gate {table['group']}: SLOWER: {new} takes {r.text()} the time of {base}, "
+                f"above {limit:.2f} with 95% confidence"
+            )
             code = 1
         else:
-            lines.append(f"gate {table['group']}: ok: {new} takes {r.text()} the time of {base} "
-                         f"(fails only where the interval lies above {limit:.2f})")
+            lines.append(
+                f"gate {table['group']}: ok: {new} takes {r.text()} the time of {base} "
+                f"(fails only where the interval lies above {limit:.2f})"
+            )
     return (code, "\n".join(lines)) if tables else (1, "gate: NOT JUDGED (no workload was timed)")

@@ -18,9 +18,10 @@ class RatioPlot:
         import matplotlib.pyplot as plt
 
         heights = [max(1.5, 0.35 * sum(r.get("ratio") is not None for r in t["rows"]) + 1) for t in tables]
-        fig, axes = plt.subplots(len(tables), 1, figsize=(8, sum(heights)), squeeze=False,
-                                 gridspec_kw={"height_ratios": heights})
-        for ax, table in zip(axes[:, 0], tables):
+        fig, axes = plt.subplots(
+            len(tables), 1, figsize=(8, sum(heights)), squeeze=False, gridspec_kw={"height_ratios": heights}
+        )
+        for ax, table in zip(axes[:, 0], tables, strict=True):
             rows = [r for r in table["rows"] if r.get("ratio") is not None][::-1]  # fastest on top
             y = range(len(rows))
             ratios = [r["ratio"] for r in rows]

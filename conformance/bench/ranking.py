@@ -53,8 +53,13 @@ def block_medians(blocks: list) -> list[float | None]:
 
 def paired(a: list[float | None], b: list[float | None], cohort: int = 0, cohorts: int = 1) -> np.ndarray:
     """log(a / b) of the cohort's rounds (r % cohorts == cohort) in which both have a block."""
-    return np.array([np.log(x / y) for r, (x, y) in enumerate(zip(a, b))
-                     if r % cohorts == cohort and x is not None and y is not None and x > 0 and y > 0])
+    return np.array(
+        [
+            np.log(x / y)
+            for r, (x, y) in enumerate(zip(a, b, strict=True))
+            if r % cohorts == cohort and x is not None and y is not None and x > 0 and y > 0
+        ]
+    )
 
 
 def hodges_lehmann(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -70,8 +75,14 @@ def _interval(logs: np.ndarray) -> tuple[float, float]:
         return float(logs[0]), float(logs[0])
     from scipy import stats
 
-    ci = stats.bootstrap((logs,), hodges_lehmann, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
-                         method="percentile", rng=np.random.default_rng(0)).confidence_interval
+    ci = stats.bootstrap(
+        (logs,),
+        hodges_lehmann,
+        confidence_level=CONFIDENCE,
+        n_resamples=RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
     return float(ci.low), float(ci.high)
 
 
@@ -110,8 +121,11 @@ def rank(times: dict[str, list[float | None]], cohorts: int = 1) -> list[Ranked]
         if to_fastest is None or not to_fastest.slower:
             out.append(Ranked(name, to_fastest, TIE))
             continue
-        beaten_by = sum(1 for other in names if other != name
-                        and (c := compare(times[name], times[other], cohorts)) is not None and c.slower)
+        beaten_by = sum(
+            1
+            for other in names
+            if other != name and (c := compare(times[name], times[other], cohorts)) is not None and c.slower
+        )
         out.append(Ranked(name, to_fastest, 1 + beaten_by))
     return sorted(out, key=lambda r: (r.rank != 1, r.ratio.ratio if r.ratio else float("inf")))
 

@@ -24,13 +24,16 @@ def pct_text(row: dict) -> str:
 
 
 def header_lines(meta: dict) -> list[str]:
-    lines = [f"{meta['device']}, {meta['cores']} cores; {meta['rounds']} rounds of {meta['block_s'] * 1e3:.0f} ms "
-             f"blocks per row in {meta.get('processes', 1)} process(es) each, turns shuffled each round; ratios to "
-             "the fastest with 95% intervals"]
+    lines = [
+        f"{meta['device']}, {meta['cores']} cores; {meta['rounds']} rounds of {meta['block_s'] * 1e3:.0f} ms "
+        f"blocks per row in {meta.get('processes', 1)} process(es) each, turns shuffled each round; ratios to "
+        "the fastest with 95% intervals"
+    ]
     load = meta.get("other_load_cores")
     if load is not None and load > meta.get("busy_cores", 0.25):
-        lines.append(f"NOT A VERDICT: other processes kept {load:.2f} cores busy during the run; "
-                     "rerun on an idle machine")
+        lines.append(
+            f"NOT A VERDICT: other processes kept {load:.2f} cores busy during the run; rerun on an idle machine"
+        )
     elif load is not None:
         lines.append(f"other processes: {load:.2f} cores busy during the run")
     return lines
@@ -40,8 +43,14 @@ def _cells(row: dict) -> list[str]:
     if row.get("error"):
         return ["ERROR", f"{row['label']} {row['mode']}", row["error"][:160], "", "", ""]
     t = row["median_s"]
-    return [str(row["rank"]), f"{row['label']} {row['mode']}", ratio_text(row),
-            f"{t * 1e3:.3f} ms" if t >= 1e-4 else f"{t * 1e6:.1f} us", pct_text(row), row.get("check", "")]
+    return [
+        str(row["rank"]),
+        f"{row['label']} {row['mode']}",
+        ratio_text(row),
+        f"{t * 1e3:.3f} ms" if t >= 1e-4 else f"{t * 1e6:.1f} us",
+        pct_text(row),
+        row.get("check", ""),
+    ]
 
 
 COLUMNS = ["rank", "implementation", "time / fastest [95% CI]", "median", "% of limit [95% CI]", "check"]
@@ -59,7 +68,7 @@ class ConsoleTable:
             rows = [COLUMNS] + [_cells(r) for r in table["rows"] if not r.get("error")]
             widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
             out += ["", f"{table['group']}: {_limit_text(table)}"]
-            out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+            out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows]
             out += [f"  ERROR  {r['label']} {r['mode']}: {r['error']}" for r in table["rows"] if r.get("error")]
         return "\n".join(out)
 
@@ -70,15 +79,24 @@ class MarkdownReport:
     def render(self, tables: list[dict], meta: dict) -> str:
         out = ["# gpt2-conformance bench", "", *[f"{line}  " for line in header_lines(meta)], ""]
         for table in tables:
-            out += [f"## {table['group']}", "", _limit_text(table), "", "| " + " | ".join(COLUMNS) + " |",
-                    "|" + "---|" * len(COLUMNS)]
+            out += [
+                f"## {table['group']}",
+                "",
+                _limit_text(table),
+                "",
+                "| " + " | ".join(COLUMNS) + " |",
+                "|" + "---|" * len(COLUMNS),
+            ]
             out += ["| " + " | ".join(c.replace("|", "/") for c in _cells(r)) + " |" for r in table["rows"]]
             out.append("")
         if "bench.png" in meta.get("outputs", ()):
             out += ["![ratios to the fastest](bench.png)", ""]
-        out += ["Every row was timed in blocks that took turns with the other rows', round by round; each ratio is "
-                "the median over the rounds of that round's ratio, its interval a bootstrap over the rounds. "
-                "`tie`: the interval holds 1.", ""]
+        out += [
+            "Every row was timed in blocks that took turns with the other rows', round by round; each ratio is "
+            "the median over the rounds of that round's ratio, its interval a bootstrap over the rounds. "
+            "`tie`: the interval holds 1.",
+            "",
+        ]
         return "\n".join(out)
 
     def write(self, tables: list[dict], meta: dict, path: str) -> str:

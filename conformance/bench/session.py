@@ -28,14 +28,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-
 # glibc serves large blocks with mmap and unmaps them on free, by thresholds that move with the
 # process's history, and a thread other than the main one allocates from arenas it unmaps when
 # empty: a framework returning a fresh [B, T, d] output may page-fault it in on every call, or
 # not, depending on what ran before. Fixed thresholds and one arena put every worker in the same
 # allocator state (other C libraries ignore these variables).
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "4294967296", "MALLOC_TRIM_THRESHOLD_": "68719476736",
-              "MALLOC_ARENA_MAX": "1"}
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "4294967296", "MALLOC_TRIM_THRESHOLD_": "68719476736", "MALLOC_ARENA_MAX": "1"}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -59,13 +57,24 @@ class WorkerProcess:
         self.log_path = os.path.join(log_dir, f"bench-{safe}.log")
         # the temp directory stays the user's: torch.compile keeps its compiled kernels there, and a
         # fresh one per worker would compile them again in every worker of every run
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
-               "PYTHONPATH": _child_pythonpath(), **MALLOC_ENV}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            "PYTHONPATH": _child_pythonpath(),
+            **MALLOC_ENV,
+        }
         self._log = open(self.log_path, "w")
         try:
-            self.proc = subprocess.Popen([python, "-m", "gpt2_conformance.bench.worker"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=REPO_ROOT,
-                                         text=True)
+            self.proc = subprocess.Popen(
+                [python, "-m", "gpt2_conformance.bench.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=env,
+                cwd=REPO_ROOT,
+                text=True,
+            )
         except OSError as exc:
             self._log.close()
             raise WorkerDied(f"{label}: cannot start {python}: {exc}") from exc
@@ -185,8 +194,10 @@ def start(sides: list[Side], device: str, log_dir: str, timeout: float, cohorts:
     for side in sides:
         side.error, side.info = "", {}
         try:
-            side.workers = [WorkerProcess(f"{side.label} {c}" if cohorts > 1 else side.label, side.python, log_dir,
-                                          timeout) for c in range(cohorts)]
+            side.workers = [
+                WorkerProcess(f"{side.label} {c}" if cohorts > 1 else side.label, side.python, log_dir, timeout)
+                for c in range(cohorts)
+            ]
         except WorkerDied as exc:
             side.error = str(exc)
     replies = _everyone(sides, "hello", lambda s: {"backend": s.backend, "device": device})
@@ -199,8 +210,9 @@ def start(sides: list[Side], device: str, log_dir: str, timeout: float, cohorts:
 def prepare(sides: list[Side], w, say=print) -> list[Row]:
     """Each live side's rows at workload w, each call run once in every cohort; a row that failed
     in any cohort is an error."""
-    replies = _everyone(sides, "prepare",
-                        lambda s: {"workload": w.as_dict(), "modes": s.modes or list(s.info["modes"])})
+    replies = _everyone(
+        sides, "prepare", lambda s: {"workload": w.as_dict(), "modes": s.modes or list(s.info["modes"])}
+    )
     rows = []
     for side in (s for s in sides if s.label in replies):
         cohorts = replies[side.label]

@@ -134,10 +134,15 @@ class Worker:
         ok, why = self.hooks.available(device)
         if not ok:
             return {"skipped": why}
-        return {"modes": dict(self.hooks.MODES), "suite_mode": self.hooks.SUITE_MODE,
-                "fastest_mode": self.hooks.FASTEST_MODE, "check": dict(self.hooks.CHECK),
-                "default_mode": getattr(self.hooks, "DEFAULT_MODE", self.hooks.SUITE_MODE),
-                "implementation": implementation(backend), "threads_setting": self.hooks.threads_setting()}
+        return {
+            "modes": dict(self.hooks.MODES),
+            "suite_mode": self.hooks.SUITE_MODE,
+            "fastest_mode": self.hooks.FASTEST_MODE,
+            "check": dict(self.hooks.CHECK),
+            "default_mode": getattr(self.hooks, "DEFAULT_MODE", self.hooks.SUITE_MODE),
+            "implementation": implementation(backend),
+            "threads_setting": self.hooks.threads_setting(),
+        }
 
     def prepare(self, workload: dict, modes: list[str]) -> dict:
         self.calls.clear()  # the last workload's runners and outputs go before the next are built
@@ -168,8 +173,9 @@ class Worker:
         try:
             ids, dh, h = inputs(w)
             put = runner.put
-            call = make_call(runner, w, put(ids), w.past_length, None if dh is None else put(dh),
-                             None if h is None else put(h))
+            call = make_call(
+                runner, w, put(ids), w.past_length, None if dh is None else put(dh), None if h is None else put(h)
+            )
             if call is None:
                 return {**row, "skipped": f"mode {mode} does not time {w.name} here"}
             t0 = time.perf_counter()
@@ -185,12 +191,20 @@ class Worker:
         read, write = wl.traffic(w, distinct)
         before = self.flush if w.cache == "cold" else None
         rows = []
-        for threads, (call, description) in bandwidth.fastest_streams(read, write, machine.cores(), self.pool,
-                                                                     before).items():
+        for threads, (call, description) in bandwidth.fastest_streams(
+            read, write, machine.cores(), self.pool, before
+        ).items():
             key = key_of(f"{LIMIT_MODE}-{threads}", w)
             self.calls[key] = (call, before)
-            rows.append({"key": key, "mode": f"{LIMIT_MODE}-{threads}", "description": description,
-                         "bytes": read + write, "distinct_ids": distinct})
+            rows.append(
+                {
+                    "key": key,
+                    "mode": f"{LIMIT_MODE}-{threads}",
+                    "description": description,
+                    "bytes": read + write,
+                    "distinct_ids": distinct,
+                }
+            )
         return rows
 
     def time(self, key: str, seconds: float, lead_in: float) -> dict:

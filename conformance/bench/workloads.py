@@ -35,8 +35,15 @@ from gpt2_conformance.api import gpt2
 
 KINDS = ("forward", "backward", "logits", "step")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
-NAMES = ("forward_prefill", "forward_decode", "backward_prefill", "backward_decode", "logits_prefill",
-         "logits_decode", "step_decode")
+NAMES = (
+    "forward_prefill",
+    "forward_decode",
+    "backward_prefill",
+    "backward_decode",
+    "logits_prefill",
+    "logits_decode",
+    "step_decode",
+)
 # what users ask about first: a generated token's decode step, and the prefill forward of a
 # batch of 8 full contexts (the shape the frameworks have always been compared at here)
 QUICK = ("step_decode", "forward_prefill")

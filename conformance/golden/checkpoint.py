@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -49,10 +49,17 @@ class Checkpoint:
 
     def describe(self) -> str:
         if not self.dequantised:
-            return (f"{self.path} ({self.format}; {self.wte_name} {list(self.wte.shape)}, {self.wpe_name} "
-                    f"{list(self.wpe.shape)}, float32: GPT-2 {self.size} by shape)")
-        tables = ", ".join(f"{name} {list(shape)} {dtype}" for name, shape, dtype in (
-            (self.wte_name, self.wte.shape, self.wte_dtype), (self.wpe_name, self.wpe.shape, self.wpe_dtype)))
+            return (
+                f"{self.path} ({self.format}; {self.wte_name} {list(self.wte.shape)}, {self.wpe_name} "
+                f"{list(self.wpe.shape)}, float32: GPT-2 {self.size} by shape)"
+            )
+        tables = ", ".join(
+            f"{name} {list(shape)} {dtype}"
+            for name, shape, dtype in (
+                (self.wte_name, self.wte.shape, self.wte_dtype),
+                (self.wpe_name, self.wpe.shape, self.wpe_dtype),
+            )
+        )
         return f"{self.path} ({self.format}; {tables}, dequantised to float32: GPT-2 {self.size} by shape)"
 
 

@@ -24,10 +24,16 @@ GROUP = "GOLDEN"
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("golden", help="check a local GPT-2 checkpoint against the real tables and run "
-                                             "the GOLDEN clauses with its tables")
-    p.add_argument("--checkpoint", required=True, help="model.safetensors, pytorch_model.bin, a TF model.ckpt "
-                                                       "prefix (or its .index / folder), .npz, or llama.cpp .gguf")
+    p = subparsers.add_parser(
+        "golden",
+        help="check a local GPT-2 checkpoint against the real tables and run the GOLDEN clauses with its tables",
+    )
+    p.add_argument(
+        "--checkpoint",
+        required=True,
+        help="model.safetensors, pytorch_model.bin, a TF model.ckpt "
+        "prefix (or its .index / folder), .npz, or llama.cpp .gguf",
+    )
     p.add_argument("--backend", default="numpy", help="backend to run the GOLDEN clauses on (default numpy)")
     p.add_argument("--adapter", help="adapter factory as package.module:factory (instead of --backend)")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
@@ -58,8 +64,11 @@ def check_tables(ckpt: readers.Checkpoint, golden: data.Golden) -> tuple[dict[st
     for name, table in (("wpe", ckpt.wpe), ("wte", ckpt.wte)):
         stored = ckpt.stored_dtype(name)
         if stored != "float32":  # a GGUF's F16/BF16/Q8_0/...: judged by its rounding or bound, not digests
-            verdict[name], more = (dequantised.judge_wpe(table, stored, golden.wpe) if name == "wpe"
-                                   else dequantised.judge_wte(table, stored, golden.wte_known))
+            verdict[name], more = (
+                dequantised.judge_wpe(table, stored, golden.wpe)
+                if name == "wpe"
+                else dequantised.judge_wte(table, stored, golden.wte_known)
+            )
             lines += more
             continue
         ref = refs[name]
@@ -67,31 +76,42 @@ def check_tables(ckpt: readers.Checkpoint, golden: data.Golden) -> tuple[dict[st
         ok = sha == ref["sha256"]["value"] and crc == ref["tf_masked_crc32c"]["value"]
         verdict[name] = ok
         head = "MATCHES the real GPT-2 124M" if ok else "DOES NOT MATCH the real GPT-2 124M"
-        lines.append(f"  {name}  {head} {name}: sha256 {sha[:16]}... "
-                     f"({'=' if sha == ref['sha256']['value'] else '!='} {ref['sha256']['value'][:16]}...), "
-                     f"TF masked crc32c {crc} ({'=' if crc == ref['tf_masked_crc32c']['value'] else '!='} "
-                     f"{ref['tf_masked_crc32c']['value']})")
+        lines.append(
+            f"  {name}  {head} {name}: sha256 {sha[:16]}... "
+            f"({'=' if sha == ref['sha256']['value'] else '!='} {ref['sha256']['value'][:16]}...), "
+            f"TF masked crc32c {crc} ({'=' if crc == ref['tf_masked_crc32c']['value'] else '!='} "
+            f"{ref['tf_masked_crc32c']['value']})"
+        )
         if name == "wpe":
             lines.append(f"        {digests.compare(table, golden.wpe).describe('wpe')}")
         else:
             missed, first = _known_values(table, golden)
             n = len(golden.wte_known)
-            lines.append(f"        {n - missed} of {n} known real wte values agree at their precision"
-                         + (f"; {missed} do not ({first})" if missed else ""))
+            lines.append(
+                f"        {n - missed} of {n} known real wte values agree at their precision"
+                + (f"; {missed} do not ({first})" if missed else "")
+            )
             if "crc32_bigendian" in ref:
                 be = f"{__import__('zlib').crc32(np.ascontiguousarray(table, '>f4').tobytes()):08x}"
-                lines.append(f"        CRC-32 of the big-endian bytes {be} "
-                             f"({'=' if be == ref['crc32_bigendian']['value'] else '!='} "
-                             f"{ref['crc32_bigendian']['value']}; {ref['crc32_bigendian']['status']})")
+                lines.append(
+                    f"        CRC-32 of the big-endian bytes {be} "
+                    f"({'=' if be == ref['crc32_bigendian']['value'] else '!='} "
+                    f"{ref['crc32_bigendian']['value']}; {ref['crc32_bigendian']['status']})"
+                )
     return verdict, lines
 
 
-def _run_clauses(args) -> "object":
+def _run_clauses(args) -> object:
     from gpt2_conformance.run import runner
 
     name = args.adapter or args.backend
-    result = runner.run_backend(name, args.device, adapter_spec=args.adapter, checkpoint=args.checkpoint,
-                                extra_args=["-k", "test_golden", "--tb=no"])
+    result = runner.run_backend(
+        name,
+        args.device,
+        adapter_spec=args.adapter,
+        checkpoint=args.checkpoint,
+        extra_args=["-k", "test_golden", "--tb=no"],
+    )
     return dataclasses.replace(result, clauses=[c for c in result.clauses if c.clause.group == GROUP])
 
 
@@ -116,13 +136,19 @@ def run(args) -> int:
     except (ImportError, LookupError, ValueError, TypeError) as exc:
         print(f"gpt2-conformance golden: error: {exc}", file=sys.stderr)
         return 2
-    print(f"GOLDEN clauses on {args.adapter or args.backend} with the checkpoint's tables "
-          f"(golden data: {data.describe(args.checkpoint)}):", flush=True)
+    print(
+        f"GOLDEN clauses on {args.adapter or args.backend} with the checkpoint's tables "
+        f"(golden data: {data.describe(args.checkpoint)}):",
+        flush=True,
+    )
     if ckpt.dequantised:
-        print(f"  note: {' and '.join(ckpt.dequantised)} loaded as their dequantised float32 values: "
-              "GOLDEN-WPE-ROWS and GOLDEN-H compare with the real float32 values and fail unless those are "
-              "bit-exact; GOLDEN-TABLES-ROUNDTRIP, -DECODE and -LOGITS check the implementation with the "
-              "tables it is given", flush=True)
+        print(
+            f"  note: {' and '.join(ckpt.dequantised)} loaded as their dequantised float32 values: "
+            "GOLDEN-WPE-ROWS and GOLDEN-H compare with the real float32 values and fail unless those are "
+            "bit-exact; GOLDEN-TABLES-ROUNDTRIP, -DECODE and -LOGITS check the implementation with the "
+            "tables it is given",
+            flush=True,
+        )
     result = _run_clauses(args)
     print(report.scorecard(result), flush=True)
     return 0 if tables_ok and not result.error and not result.failed() else 1

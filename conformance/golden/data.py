@@ -27,14 +27,22 @@ def fixtures_dir() -> str:
     another copy), else the package's own (the wheel ships them), else the repository's."""
     here = os.path.dirname(os.path.abspath(__file__))
     chosen = os.environ.get("GPT2C_FIXTURES", "")
-    candidates = [chosen] if chosen else [os.path.join(here, "fixtures"),
-                                          os.path.join(os.path.dirname(os.path.dirname(here)), "fixtures")]
+    candidates = (
+        [chosen]
+        if chosen
+        else [os.path.join(here, "fixtures"), os.path.join(os.path.dirname(os.path.dirname(here)), "fixtures")]
+    )
     for path in candidates:
         if os.path.isfile(os.path.join(path, "MANIFEST.json")):
             return path
-    raise FileNotFoundError(f"GOLDEN fixtures not found (no MANIFEST.json in {', '.join(candidates)})"
-                            + ("; GPT2C_FIXTURES names that folder" if chosen else
-                               "; set GPT2C_FIXTURES to the folder holding MANIFEST.json"))
+    raise FileNotFoundError(
+        f"GOLDEN fixtures not found (no MANIFEST.json in {', '.join(candidates)})"
+        + (
+            "; GPT2C_FIXTURES names that folder"
+            if chosen
+            else "; set GPT2C_FIXTURES to the folder holding MANIFEST.json"
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -98,9 +106,11 @@ class Golden:
     def describe(self) -> str:
         """One line for reports, with no path of this machine in it (reports are published)."""
         where = "shipped fixtures" if not os.environ.get("GPT2C_FIXTURES") else "fixtures from $GPT2C_FIXTURES"
-        return (f"{where} (sha256 {self.reference_digests['124M']['wpe']['sha256']['value'][:12]}... of the real "
-                f"GPT-2 124M wpe) and {len(self.wte_known)} known real wte values; other wte elements are a seeded "
-                "stand-in, never compared")
+        return (
+            f"{where} (sha256 {self.reference_digests['124M']['wpe']['sha256']['value'][:12]}... of the real "
+            f"GPT-2 124M wpe) and {len(self.wte_known)} known real wte values; other wte elements are a seeded "
+            "stand-in, never compared"
+        )
 
 
 def _from_hex(text: str) -> np.float32:
@@ -120,9 +130,13 @@ def load() -> Golden:
     for name in (WPE_FILE, GOLDEN_FILE):
         path = os.path.join(directory, name)
         if _sha256(path) != manifest[name]["sha256"]:
-            raise ValueError(f"{path}: sha256 differs from MANIFEST.json (a corrupted or edited fixture; "
-                             "regenerate with fixtures/derive.py)")
-    wpe = np.fromfile(os.path.join(directory, WPE_FILE), "<f4").reshape(gpt2.N_CTX, gpt2.N_EMBD_SMALL).astype(np.float32)
+            raise ValueError(
+                f"{path}: sha256 differs from MANIFEST.json (a corrupted or edited fixture; "
+                "regenerate with fixtures/derive.py)"
+            )
+    wpe = (
+        np.fromfile(os.path.join(directory, WPE_FILE), "<f4").reshape(gpt2.N_CTX, gpt2.N_EMBD_SMALL).astype(np.float32)
+    )
     wpe.flags.writeable = False
     with open(os.path.join(directory, GOLDEN_FILE), encoding="utf-8") as f:
         g = json.load(f)
@@ -130,16 +144,37 @@ def load() -> Golden:
     def known(e):
         return Known(e["row"], e["col"], e["text"], _from_hex(e["float32_hex"]), e["abs_tol"], tuple(e["sources"]))
 
-    h = tuple(GoldenH(e["sequence"], e["past_length"], e["t"], e["col"], e["id"], e["position"],
-                      float(_from_hex(e["float32_hex"])) if e["exact"] else float(e["value"]), e["abs_tol"])
-              for e in g["h"])
-    seqs = tuple(Sequence(s["name"], tuple(s["ids"]), tuple(s["tokens"]), tuple(s["offsets"]), s["h_golden"])
-                 for s in g["sequences"])
-    return Golden(wpe, tuple(map(known, g["wte_known"])), tuple(map(known, g["wpe_printed"])), seqs, h,
-                  g["reference_digests"], g["sources"], directory)
+    h = tuple(
+        GoldenH(
+            e["sequence"],
+            e["past_length"],
+            e["t"],
+            e["col"],
+            e["id"],
+            e["position"],
+            float(_from_hex(e["float32_hex"])) if e["exact"] else float(e["value"]),
+            e["abs_tol"],
+        )
+        for e in g["h"]
+    )
+    seqs = tuple(
+        Sequence(s["name"], tuple(s["ids"]), tuple(s["tokens"]), tuple(s["offsets"]), s["h_golden"])
+        for s in g["sequences"]
+    )
+    return Golden(
+        wpe,
+        tuple(map(known, g["wte_known"])),
+        tuple(map(known, g["wpe_printed"])),
+        seqs,
+        h,
+        g["reference_digests"],
+        g["sources"],
+        directory,
+    )
 
 
 # -- the tables the GOLDEN clauses load ----------------------------------------------------
+
 
 @dataclass(frozen=True)
 class GoldenTables:
@@ -185,8 +220,10 @@ def checkpoint_tables(path: str) -> GoldenTables:
 def describe(checkpoint: str | None) -> str:
     """One line for reports, without reading a checkpoint: which golden data a run uses."""
     if checkpoint:  # by its file name: reports are published, the folder is this machine's
-        return f"checkpoint {os.path.basename(os.path.normpath(checkpoint))} (its own tables; golden vectors from " \
-               "the shipped fixtures)"
+        return (
+            f"checkpoint {os.path.basename(os.path.normpath(checkpoint))} (its own tables; golden vectors from "
+            "the shipped fixtures)"
+        )
     try:
         return load().describe()
     except (OSError, ValueError) as exc:

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpt2_conformance.runtime import numerics
 from gpt2_conformance.golden import digests
+from gpt2_conformance.runtime import numerics
 
 Q8_0_BLOCK = 32
 ROUNDED = ("float16", "bfloat16")  # the DTYPE clauses' storage types
@@ -62,9 +62,11 @@ def largest_error(name: str, table: np.ndarray, real: np.ndarray) -> str:
     bad = ~np.isfinite(err)
     worst = int(np.argmax(bad)) if bad.any() else int(np.argmax(err))
     flat_t, flat_r = table.reshape(-1), real.reshape(-1)
-    return (f"largest error against the real {name}: |diff| {err[worst]:.3g} at {_index(name, worst, table.shape)} "
-            f"= {float(flat_t[worst])!r} (real {float(flat_r[worst])!r}); mean |diff| {np.nanmean(err):.3g}"
-            + (f"; {int(bad.sum())} non-finite elements" if bad.any() else ""))
+    return (
+        f"largest error against the real {name}: |diff| {err[worst]:.3g} at {_index(name, worst, table.shape)} "
+        f"= {float(flat_t[worst])!r} (real {float(flat_r[worst])!r}); mean |diff| {np.nanmean(err):.3g}"
+        + (f"; {int(bad.sum())} non-finite elements" if bad.any() else "")
+    )
 
 
 def judge_wpe(table: np.ndarray, stored: str, real: np.ndarray) -> tuple[bool | None, list[str]]:
@@ -77,26 +79,41 @@ def judge_wpe(table: np.ndarray, stored: str, real: np.ndarray) -> tuple[bool | 
         if diff.identical:
             return True, [f"  wpe  {stored}: MATCHES {rule}: all {n} elements", error]
         i = ", ".join(map(str, diff.first_index))
-        return False, [f"  wpe  {stored}: DOES NOT MATCH {rule}: {diff.n_differ} of {n} elements differ; first at "
-                       f"wpe[{i}] = {diff.first_value!r} (real {float(real[diff.first_index])!r} rounds to "
-                       f"{diff.first_reference!r})", error]
+        return False, [
+            f"  wpe  {stored}: DOES NOT MATCH {rule}: {diff.n_differ} of {n} elements differ; first at "
+            f"wpe[{i}] = {diff.first_value!r} (real {float(real[diff.first_index])!r} rounds to "
+            f"{diff.first_reference!r})",
+            error,
+        ]
     if stored == "Q8_0":
         err = np.abs(table.astype(np.float64) - real.astype(np.float64))
         bound = q8_0_bound(real)
         over = ~(err <= bound)  # NaN counts as over
-        rule = ("        Q8_0's bound per element: d (1/2 + 2^-15) + 127 max(d 2^-11, 2^-25), d = max|real| over "
-                "its 32-element block / 127 (ggml's quantize_row_q8_0_ref; no DTYPE clause applies to Q8_0)")
+        rule = (
+            "        Q8_0's bound per element: d (1/2 + 2^-15) + 127 max(d 2^-11, 2^-25), d = max|real| over "
+            "its 32-element block / 127 (ggml's quantize_row_q8_0_ref; no DTYPE clause applies to Q8_0)"
+        )
         if not over.any():
             ratio = float((err / bound).max())
-            return True, [f"  wpe  Q8_0: WITHIN Q8_0's error bound of the real GPT-2 124M wpe in all {n} elements "
-                          f"(largest error / bound {ratio:.3f})", rule, error]
+            return True, [
+                f"  wpe  Q8_0: WITHIN Q8_0's error bound of the real GPT-2 124M wpe in all {n} elements "
+                f"(largest error / bound {ratio:.3f})",
+                rule,
+                error,
+            ]
         first = int(np.argmax(over.reshape(-1)))
-        return False, [f"  wpe  Q8_0: EXCEEDS Q8_0's error bound of the real GPT-2 124M wpe in {int(over.sum())} "
-                       f"of {n} elements; first at {_index('wpe', first, table.shape)} = {float(table.reshape(-1)[first])!r} "
-                       f"(real {float(real.reshape(-1)[first])!r}, bound {float(bound.reshape(-1)[first]):.3g})",
-                       rule, error]
-    return None, [f"  wpe  {stored}: NOT JUDGED: no error bound is derived here for {stored} (float32 is judged "
-                  f"bit for bit, float16/bfloat16 by their rounding, Q8_0 by its bound)", error]
+        return False, [
+            f"  wpe  Q8_0: EXCEEDS Q8_0's error bound of the real GPT-2 124M wpe in {int(over.sum())} "
+            f"of {n} elements; first at {_index('wpe', first, table.shape)} = {float(table.reshape(-1)[first])!r} "
+            f"(real {float(real.reshape(-1)[first])!r}, bound {float(bound.reshape(-1)[first]):.3g})",
+            rule,
+            error,
+        ]
+    return None, [
+        f"  wpe  {stored}: NOT JUDGED: no error bound is derived here for {stored} (float32 is judged "
+        f"bit for bit, float16/bfloat16 by their rounding, Q8_0 by its bound)",
+        error,
+    ]
 
 
 def judge_wte(table: np.ndarray, stored: str, known) -> tuple[bool | None, list[str]]:
@@ -120,17 +137,27 @@ def judge_wte(table: np.ndarray, stored: str, known) -> tuple[bool | None, list[
     lines = []
     if worst is not None:
         err, k, got = worst
-        lines.append(f"        largest error over the {len(known)} known real wte values: |diff| {err:.3g} at "
-                     f"wte[{k.row}, {k.col}] = {got!r} (real {k.text}"
-                     + ("" if k.exact else f" +- {k.abs_tol:.2g}") + ")")
+        lines.append(
+            f"        largest error over the {len(known)} known real wte values: |diff| {err:.3g} at "
+            f"wte[{k.row}, {k.col}] = {got!r} (real {k.text}" + ("" if k.exact else f" +- {k.abs_tol:.2g}") + ")"
+        )
     unverifiable = "the real wte is known only by its float32 digests and published values"
     if stored not in ROUNDED:
-        return None, [f"  wte  {stored}: CANNOT BE VERIFIED: {unverifiable}, and no bound is applied to {stored} "
-                      "(the Q8_0 bound needs each real block's largest value)", *lines]
+        return None, [
+            f"  wte  {stored}: CANNOT BE VERIFIED: {unverifiable}, and no bound is applied to {stored} "
+            "(the Q8_0 bound needs each real block's largest value)",
+            *lines,
+        ]
     if misses:
         k, got = misses[0]
-        return False, [f"  wte  {stored}: DOES NOT MATCH the real GPT-2 124M wte: {len(misses)} of {len(known)} known "
-                       f"real wte values differ after rounding to {stored}; first wte[{k.row}, {k.col}] = {got!r}, "
-                       f"real {k.text}", *lines]
-    return None, [f"  wte  {stored}: CANNOT BE VERIFIED in full ({unverifiable}): all {len(known)} known real wte "
-                  f"values agree after rounding to {stored}", *lines]
+        return False, [
+            f"  wte  {stored}: DOES NOT MATCH the real GPT-2 124M wte: {len(misses)} of {len(known)} known "
+            f"real wte values differ after rounding to {stored}; first wte[{k.row}, {k.col}] = {got!r}, "
+            f"real {k.text}",
+            *lines,
+        ]
+    return None, [
+        f"  wte  {stored}: CANNOT BE VERIFIED in full ({unverifiable}): all {len(known)} known real wte "
+        f"values agree after rounding to {stored}",
+        *lines,
+    ]

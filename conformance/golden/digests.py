@@ -93,8 +93,11 @@ def _raw_parallel(data: np.ndarray, lanes: int) -> int:
 
 def crc32c(data) -> int:
     """Standard crc32c (init and final xor 0xFFFFFFFF) of bytes or a numpy array's bytes."""
-    buf = np.frombuffer(memoryview(data).cast("B"), np.uint8) if not isinstance(data, np.ndarray) else \
-        np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    buf = (
+        np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        if not isinstance(data, np.ndarray)
+        else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    )
     n = buf.size
     if n < 1 << 16:
         raw = _raw_scalar(buf.tobytes())
@@ -152,9 +155,11 @@ class Difference:
         if self.identical:
             return f"all {self.n_total} elements of {name} are bit-identical to the real table"
         idx = ", ".join(map(str, self.first_index))
-        return (f"{self.n_differ} of {self.n_total} elements of {name} differ from the real table, "
-                f"max |diff| {self.max_abs_diff:.3g}; first at {name}[{idx}] = {self.first_value!r} "
-                f"(real {self.first_reference!r}, {_ulps(self.first_value, self.first_reference)})")
+        return (
+            f"{self.n_differ} of {self.n_total} elements of {name} differ from the real table, "
+            f"max |diff| {self.max_abs_diff:.3g}; first at {name}[{idx}] = {self.first_value!r} "
+            f"(real {self.first_reference!r}, {_ulps(self.first_value, self.first_reference)})"
+        )
 
 
 def _ulps(a: float, b: float) -> str:

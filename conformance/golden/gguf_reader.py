@@ -25,6 +25,7 @@ ggml's name: "Q8_0"); load() returns float32 for every floating type except F64 
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -32,8 +33,15 @@ import numpy as np
 from gpt2_conformance.golden.checkpoint import CheckpointError, TensorInfo
 
 TABLE_NAMES = {"wte": "token_embd.weight", "wpe": "position_embd.weight"}
-_NUMPY_TYPES = {"F32": "float32", "F16": "float16", "F64": "float64", "I8": "int8", "I16": "int16",
-                "I32": "int32", "I64": "int64"}  # the types GGUFReader returns as typed numpy arrays
+_NUMPY_TYPES = {
+    "F32": "float32",
+    "F16": "float16",
+    "F64": "float64",
+    "I8": "int8",
+    "I16": "int16",
+    "I32": "int32",
+    "I64": "int64",
+}  # the types GGUFReader returns as typed numpy arrays
 NOT_DEQUANTISED = ("float64", "int8", "int16", "int32", "int64")  # load() returns these as stored
 
 
@@ -68,8 +76,9 @@ def read(path: str) -> GGUFTensors:
     infos = GGUFTensors()
     for tensor in reader.tensors:
         shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF order -> numpy order
-        infos[tensor.name] = TensorInfo(tensor.name, dtype_name(tensor.tensor_type), shape,
-                                        lambda t=tensor: _load(path, t, swapped, gguf))
+        infos[tensor.name] = TensorInfo(
+            tensor.name, dtype_name(tensor.tensor_type), shape, lambda t=tensor: _load(path, t, swapped, gguf)
+        )
     arch = reader.get_field("general.architecture")
     try:
         infos.architecture = arch.contents() if arch is not None else None
@@ -111,25 +120,38 @@ def _check_tensor_ranges(path: str, size: int, start: int, fields, gguf) -> None
             qtype = gguf.GGMLQuantizationType(tag)
             block, type_size = gguf.GGML_QUANT_SIZES[qtype]
         except (ValueError, KeyError):
-            raise CheckpointError(path, f"tensor type tag {tag} is not a ggml type known to gguf {_version()}",
-                                  name) from None
+            raise CheckpointError(
+                path, f"tensor type tag {tag} is not a ggml type known to gguf {_version()}", name
+            ) from None
         ne = [int(n) for n in dims]
         shape = list(reversed(ne))
         if ne and ne[0] % block:
-            raise CheckpointError(path, f"type {qtype.name} stores blocks of {block} elements, but the row "
-                                        f"length is {ne[0]} (shape {shape}): a wrong type tag or shape", name)
+            raise CheckpointError(
+                path,
+                f"type {qtype.name} stores blocks of {block} elements, but the row "
+                f"length is {ne[0]} (shape {shape}): a wrong type tag or shape",
+                name,
+            )
         n_elements = int(np.prod(ne, dtype=object)) if ne else 1
         begin = start + int(offset[0])
         end = begin + n_elements // block * type_size
         if end > size:
-            raise CheckpointError(path, f"{qtype.name}{shape} data ends at byte {end} but the file has {size} "
-                                        "bytes: truncated (or a type tag or shape that does not fit the data)", name)
+            raise CheckpointError(
+                path,
+                f"{qtype.name}{shape} data ends at byte {end} but the file has {size} "
+                "bytes: truncated (or a type tag or shape that does not fit the data)",
+                name,
+            )
         ranges.append((begin, end, name, qtype.name, shape))
     ranges.sort()
-    for (begin, end, name, qname, shape), following in zip(ranges, ranges[1:]):
+    for (begin, end, name, qname, shape), following in itertools.pairwise(ranges):
         if end > following[0]:
-            raise CheckpointError(path, f"{qname}{shape} data (bytes {begin}..{end}) runs into the data of "
-                                        f"{following[2]!r} at byte {following[0]}: a wrong type tag or shape", name)
+            raise CheckpointError(
+                path,
+                f"{qname}{shape} data (bytes {begin}..{end}) runs into the data of "
+                f"{following[2]!r} at byte {following[0]}: a wrong type tag or shape",
+                name,
+            )
 
 
 def _load(path: str, tensor, swapped: bool, gguf) -> np.ndarray:
@@ -139,14 +161,18 @@ def _load(path: str, tensor, swapped: bool, gguf) -> np.ndarray:
             native = np.array(tensor.data, tensor.data.dtype.newbyteorder("="))  # a copy, not the mmap
             return gguf.quants.dequantize(native, qtype) if qtype.name == "F16" else native
         if swapped:
-            raise CheckpointError(path, f"type {qtype.name} in a big-endian GGUF is not read: gguf's dequantize "
-                                        "reads little-endian blocks", tensor.name)
+            raise CheckpointError(
+                path,
+                f"type {qtype.name} in a big-endian GGUF is not read: gguf's dequantize reads little-endian blocks",
+                tensor.name,
+            )
         return np.ascontiguousarray(gguf.quants.dequantize(np.asarray(tensor.data), qtype), np.float32)
     except CheckpointError:
         raise
     except NotImplementedError as exc:
-        raise CheckpointError(path, f"type {qtype.name} cannot be dequantised by gguf {_version()} ({exc})",
-                              tensor.name) from None
+        raise CheckpointError(
+            path, f"type {qtype.name} cannot be dequantised by gguf {_version()} ({exc})", tensor.name
+        ) from None
     except Exception as exc:  # noqa: BLE001 - a short read from the mmap, a block size mismatch
         raise CheckpointError(path, f"{type(exc).__name__}: {exc}", tensor.name) from None
 
@@ -158,8 +184,11 @@ def find_tables(path: str, infos: GGUFTensors) -> tuple[TensorInfo, TensorInfo]:
         if name not in infos:
             listing = ", ".join(f"{i.name} {list(i.shape)} {i.dtype}" for i in list(infos.values())[:8])
             more = f" and {len(infos) - 8} more" if len(infos) > 8 else ""
-            raise CheckpointError(path, f"no {name} tensor (llama.cpp's name for GPT-2's {table}): not a GPT-2 "
-                                        f"GGUF? general.architecture is {infos.architecture!r}; it has "
-                                        f"{len(infos)} tensor(s): {listing or 'none'}{more}")
+            raise CheckpointError(
+                path,
+                f"no {name} tensor (llama.cpp's name for GPT-2's {table}): not a GPT-2 "
+                f"GGUF? general.architecture is {infos.architecture!r}; it has "
+                f"{len(infos)} tensor(s): {listing or 'none'}{more}",
+            )
         found.append(infos[name])
     return found[0], found[1]

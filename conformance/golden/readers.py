@@ -35,21 +35,36 @@ _NAME_TAIL = {"", "weight", "embeddings", "ATTRIBUTES", "VARIABLE_VALUE"}  # aft
 
 # -- the four formats ------------------------------------------------------------------
 
+
 def read_safetensors(path: str) -> dict[str, TensorInfo]:
     try:
         from safetensors import safe_open
     except ImportError:
-        raise CheckpointError(path, "reading .safetensors needs the safetensors package (pip install safetensors)")
-    names = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64", "I64": "int64",
-             "I32": "int32", "U8": "uint8", "BOOL": "bool"}
+        raise CheckpointError(
+            path, "reading .safetensors needs the safetensors package (pip install safetensors)"
+        ) from None
+    names = {
+        "F32": "float32",
+        "F16": "float16",
+        "BF16": "bfloat16",
+        "F64": "float64",
+        "I64": "int64",
+        "I32": "int32",
+        "U8": "uint8",
+        "BOOL": "bool",
+    }
     _check_safetensors_header(path)
     try:
         with safe_open(path, framework="numpy") as f:
             infos = {}
             for key in f.keys():
                 sl = f.get_slice(key)
-                infos[key] = TensorInfo(key, names.get(sl.get_dtype(), sl.get_dtype()), tuple(sl.get_shape()),
-                                        lambda key=key: _safetensors_tensor(path, key))
+                infos[key] = TensorInfo(
+                    key,
+                    names.get(sl.get_dtype(), sl.get_dtype()),
+                    tuple(sl.get_shape()),
+                    lambda key=key: _safetensors_tensor(path, key),
+                )
             return infos
     except Exception as exc:  # noqa: BLE001 - SafetensorError and friends, named with the file
         raise wrap(path, None, exc) from exc
@@ -64,8 +79,10 @@ def _check_safetensors_header(path: str) -> None:
             raise CheckpointError(path, f"{size} bytes is too short for a safetensors file (8-byte header length)")
         n = struct.unpack("<Q", head)[0]
         if n > size - 8:
-            raise CheckpointError(path, f"safetensors header length {n} exceeds the file ({size} bytes): "
-                                        "truncated or not a safetensors file")
+            raise CheckpointError(
+                path,
+                f"safetensors header length {n} exceeds the file ({size} bytes): truncated or not a safetensors file",
+            )
         try:
             header = json.loads(f.read(n))
         except ValueError as exc:
@@ -80,8 +97,9 @@ def _check_safetensors_header(path: str) -> None:
         except (KeyError, IndexError, TypeError, ValueError):
             raise CheckpointError(path, "safetensors header entry has no valid data_offsets", key) from None
         if 8 + n + end > size:
-                raise CheckpointError(path, f"data ends at byte {8 + n + end} but the file has {size} bytes: "
-                                            "truncated", key)
+            raise CheckpointError(
+                path, f"data ends at byte {8 + n + end} but the file has {size} bytes: truncated", key
+            )
 
 
 def _safetensors_tensor(path: str, key: str) -> np.ndarray:
@@ -108,8 +126,10 @@ def read_torch(path: str) -> dict[str, TensorInfo]:
         except Exception as exc:  # noqa: BLE001 - zipfile's "Bad CRC-32", short reads
             raise wrap(path, name, exc) from None
 
-    return {name: TensorInfo(name, ref.dtype, ref.shape, lambda name=name: load(name))
-            for name, ref in torch_file.refs.items()}
+    return {
+        name: TensorInfo(name, ref.dtype, ref.shape, lambda name=name: load(name))
+        for name, ref in torch_file.refs.items()
+    }
 
 
 def tf_prefix(path: str) -> str:
@@ -138,14 +158,16 @@ def read_tf(path: str) -> dict[str, TensorInfo]:
         try:
             raw = tf_bundle.read_tensor_bytes(prefix, header, entry)
         except tf_bundle.BundleError as exc:
-            raise CheckpointError(tf_bundle.data_path(prefix, entry.shard_id, header.get("num_shards", 1)),
-                                  str(exc), entry.name) from None
+            raise CheckpointError(
+                tf_bundle.data_path(prefix, entry.shard_id, header.get("num_shards", 1)), str(exc), entry.name
+            ) from None
         if entry.dtype not in ("float32", "float64", "float16", "int32", "int64"):
             raise CheckpointError(index, f"dtype {entry.dtype} is not read", entry.name)
         expected = int(np.prod(entry.shape)) * np.dtype(entry.dtype).itemsize
         if len(raw) != expected:
-            raise CheckpointError(index, f"{len(raw)} bytes for shape {list(entry.shape)} {entry.dtype} "
-                                         f"({expected} expected)", entry.name)
+            raise CheckpointError(
+                index, f"{len(raw)} bytes for shape {list(entry.shape)} {entry.dtype} ({expected} expected)", entry.name
+            )
         return np.frombuffer(raw, np.dtype(entry.dtype).newbyteorder("<")).reshape(entry.shape)
 
     return {e.name: TensorInfo(e.name, e.dtype, e.shape, lambda e=e: load(e)) for e in entries.values()}
@@ -188,6 +210,7 @@ READERS = {"safetensors": read_safetensors, "torch": read_torch, "tf": read_tf, 
 
 # -- detection, table lookup, size recognition -------------------------------------------
 
+
 def resolve_folder(path: str) -> str:
     """A folder holding one checkpoint (an HF snapshot, an OpenAI models/124M folder): its file."""
     if not os.path.isdir(path):
@@ -201,20 +224,31 @@ def resolve_folder(path: str) -> str:
     found = sorted(n for n in names if n.endswith((".safetensors", ".bin", ".pt", ".pth", ".npz", ".gguf")))
     if len(found) == 1:
         return os.path.join(path, found[0])
-    raise CheckpointError(path, f"folder holds {len(found)} candidate checkpoint files ({', '.join(found) or 'none'}); "
-                                "name the file")
+    raise CheckpointError(
+        path, f"folder holds {len(found)} candidate checkpoint files ({', '.join(found) or 'none'}); name the file"
+    )
 
 
 def detect_format(path: str) -> str:
     """By extension first, then by magic bytes."""
-    if os.path.isdir(path) or path.endswith(".index") or re.search(r"\.data-\d{5}-of-\d{5}$", path) \
-            or (not os.path.exists(path) and os.path.exists(path + ".index")):
+    if (
+        os.path.isdir(path)
+        or path.endswith(".index")
+        or re.search(r"\.data-\d{5}-of-\d{5}$", path)
+        or (not os.path.exists(path) and os.path.exists(path + ".index"))
+    ):
         return "tf"
     if not os.path.exists(path):
         raise CheckpointError(path, "no such file")
     ext = os.path.splitext(path)[1].lower()
-    by_ext = {".safetensors": "safetensors", ".bin": "torch", ".pt": "torch", ".pth": "torch", ".npz": "npz",
-              ".gguf": "gguf"}
+    by_ext = {
+        ".safetensors": "safetensors",
+        ".bin": "torch",
+        ".pt": "torch",
+        ".pth": "torch",
+        ".npz": "npz",
+        ".gguf": "gguf",
+    }
     if ext in by_ext:
         return by_ext[ext]
     with open(path, "rb") as f:
@@ -229,8 +263,11 @@ def detect_format(path: str) -> str:
         return "gguf"
     if len(head) == 9 and head[8:9] == b"{":
         return "safetensors"
-    raise CheckpointError(path, "unknown checkpoint format (expected .safetensors, torch .bin/.pt, a TF "
-                                "model.ckpt prefix/.index, .npz or .gguf)")
+    raise CheckpointError(
+        path,
+        "unknown checkpoint format (expected .safetensors, torch .bin/.pt, a TF "
+        "model.ckpt prefix/.index, .npz or .gguf)",
+    )
 
 
 def _is_table_name(name: str, table: str) -> bool:
@@ -246,13 +283,17 @@ def find_table(path: str, infos: dict[str, TensorInfo], table: str) -> TensorInf
     if len(found) == 1:
         return found[0]
     if found:
-        raise CheckpointError(path, f"{len(found)} tensors could be GPT-2's {table}: "
-                                    f"{', '.join(i.name for i in found)}; keep one")
+        raise CheckpointError(
+            path, f"{len(found)} tensors could be GPT-2's {table}: {', '.join(i.name for i in found)}; keep one"
+        )
     listing = ", ".join(f"{i.name} {list(i.shape)} {i.dtype}" for i in list(infos.values())[:8])
     more = f" and {len(infos) - 8} more" if len(infos) > 8 else ""
-    raise CheckpointError(path, f"no GPT-2 {table} tensor (a name like {table}.weight, transformer.{table}.weight "
-                                f"or model/{table}): not a GPT-2 checkpoint? It has {len(infos)} tensor(s): "
-                                f"{listing or 'none'}{more}")
+    raise CheckpointError(
+        path,
+        f"no GPT-2 {table} tensor (a name like {table}.weight, transformer.{table}.weight "
+        f"or model/{table}): not a GPT-2 checkpoint? It has {len(infos)} tensor(s): "
+        f"{listing or 'none'}{more}",
+    )
 
 
 def recognize_size(path: str, wte: TensorInfo, wpe: TensorInfo) -> tuple[str, int]:
@@ -260,10 +301,15 @@ def recognize_size(path: str, wte: TensorInfo, wpe: TensorInfo) -> tuple[str, in
     sizes = ", ".join(f"{d} ({name})" for name, d in gpt2.SIZES.items())
     for info, rows in ((wte, gpt2.N_VOCAB), (wpe, gpt2.N_CTX)):
         if len(info.shape) != 2 or info.shape[0] != rows or info.shape[1] not in gpt2.SIZES.values():
-            raise CheckpointError(path, f"shape {list(info.shape)} is not a GPT-2 table shape: expected "
-                                        f"[{rows}, d] with d in {sizes}", info.name)
+            raise CheckpointError(
+                path,
+                f"shape {list(info.shape)} is not a GPT-2 table shape: expected [{rows}, d] with d in {sizes}",
+                info.name,
+            )
     if wte.shape[1] != wpe.shape[1]:
-        raise CheckpointError(path, f"n_embd {wpe.shape[1]} differs from wte's ({wte.name} {list(wte.shape)})", wpe.name)
+        raise CheckpointError(
+            path, f"n_embd {wpe.shape[1]} differs from wte's ({wte.name} {list(wte.shape)})", wpe.name
+        )
     d = wte.shape[1]
     return next(name for name, n in gpt2.SIZES.items() if n == d), d
 
@@ -276,17 +322,26 @@ def _check_float32(path: str, info: TensorInfo, fmt: str) -> None:
 
         if gguf_reader.dequantised_to_float32(info.dtype):
             return
-        raise CheckpointError(path, f"dtype {info.dtype}, but the tables must be float32 or a GGUF type that "
-                                    "dequantises to float32 (F16, BF16, Q8_0, ...)", info.name)
-    raise CheckpointError(path, f"dtype {info.dtype}, but the tables must be float32 (the real GPT-2 "
-                                "tables and their reference digests are float32)", info.name)
+        raise CheckpointError(
+            path,
+            f"dtype {info.dtype}, but the tables must be float32 or a GGUF type that "
+            "dequantises to float32 (F16, BF16, Q8_0, ...)",
+            info.name,
+        )
+    raise CheckpointError(
+        path,
+        f"dtype {info.dtype}, but the tables must be float32 (the real GPT-2 "
+        "tables and their reference digests are float32)",
+        info.name,
+    )
 
 
 def _load_float32(path: str, info: TensorInfo) -> np.ndarray:
     array = info.load()
     if array.dtype != np.float32 or array.shape != info.shape:
-        raise CheckpointError(path, f"read {array.dtype}{list(array.shape)}, the header says float32"
-                                    f"{list(info.shape)}", info.name)
+        raise CheckpointError(
+            path, f"read {array.dtype}{list(array.shape)}, the header says float32{list(info.shape)}", info.name
+        )
     array = np.ascontiguousarray(array, np.float32)
     array.flags.writeable = False
     return array
@@ -314,5 +369,6 @@ def load_checkpoint(path: str, fmt: str | None = None) -> Checkpoint:
     _check_float32(path, wte, fmt)
     _check_float32(path, wpe, fmt)
     size, d = recognize_size(path, wte, wpe)
-    return Checkpoint(path, fmt, _load_float32(path, wte), _load_float32(path, wpe), wte.name, wpe.name, size, d,
-                      wte.dtype, wpe.dtype)
+    return Checkpoint(
+        path, fmt, _load_float32(path, wte), _load_float32(path, wpe), wte.name, wpe.name, size, d, wte.dtype, wpe.dtype
+    )

@@ -20,8 +20,21 @@ from gpt2_conformance.golden import digests
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
 # tensorflow/core/framework/types.proto
-DTYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 9: "int64",
-          10: "bool", 14: "bfloat16", 17: "uint16", 19: "float16", 22: "uint32", 23: "uint64"}
+DTYPES = {
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    19: "float16",
+    22: "uint32",
+    23: "uint64",
+}
 
 
 class BundleError(ValueError):
@@ -174,8 +187,9 @@ def read_tensor_bytes(prefix: str, header: dict, entry: Entry) -> bytes:
         f.seek(entry.offset)
         raw = f.read(entry.size)
     if len(raw) != entry.size:
-        raise BundleError(f"{path} is truncated: {entry.size} bytes at offset {entry.offset} were expected, "
-                          f"{len(raw)} are there")
+        raise BundleError(
+            f"{path} is truncated: {entry.size} bytes at offset {entry.offset} were expected, {len(raw)} are there"
+        )
     if entry.crc32c is not None and digests.mask(digests.crc32c(raw)) != entry.crc32c:
         raise BundleError(f"crc32c of the bytes in {path} does not match the index (the data file is corrupted)")
     return raw

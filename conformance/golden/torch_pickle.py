@@ -23,9 +23,18 @@ from dataclasses import dataclass
 import numpy as np
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
-STORAGE_DTYPES = {"FloatStorage": "<f4", "DoubleStorage": "<f8", "HalfStorage": "<f2", "BFloat16Storage": "bfloat16",
-                  "LongStorage": "<i8", "IntStorage": "<i4", "ShortStorage": "<i2", "CharStorage": "i1",
-                  "ByteStorage": "u1", "BoolStorage": "?"}
+STORAGE_DTYPES = {
+    "FloatStorage": "<f4",
+    "DoubleStorage": "<f8",
+    "HalfStorage": "<f2",
+    "BFloat16Storage": "bfloat16",
+    "LongStorage": "<i8",
+    "IntStorage": "<i4",
+    "ShortStorage": "<i2",
+    "CharStorage": "i1",
+    "ByteStorage": "u1",
+    "BoolStorage": "?",
+}
 ITEMSIZE = {"bfloat16": 2}
 
 
@@ -100,7 +109,8 @@ class _SafeUnpickler(pickle.Unpickler):
         except KeyError:
             raise UnsafePickleError(
                 f"the pickle asks for global {module}.{name}, which is not a tensor-rebuild function; "
-                "refused, nothing from the file was executed") from None
+                "refused, nothing from the file was executed"
+            ) from None
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
@@ -200,8 +210,9 @@ class TorchFile:
                 f.seek(self._offsets[storage.key])
                 raw = f.read(storage.numel * itemsize)
         if len(raw) < storage.numel * itemsize:
-            raise TorchFormatError(f"storage {storage.key!r} has {len(raw)} bytes, {storage.numel * itemsize} "
-                                   "expected: truncated")
+            raise TorchFormatError(
+                f"storage {storage.key!r} has {len(raw)} bytes, {storage.numel * itemsize} expected: truncated"
+            )
         return raw
 
     def materialize(self, name: str) -> np.ndarray:
@@ -214,7 +225,7 @@ class TorchFile:
             raise TorchFormatError(f"bad shape/stride/offset {ref.shape}/{ref.stride}/{ref.offset}")
         if 0 in ref.shape:
             return np.zeros(ref.shape, flat.dtype.newbyteorder("="))
-        last = ref.offset + sum((n - 1) * s for n, s in zip(ref.shape, ref.stride))
+        last = ref.offset + sum((n - 1) * s for n, s in zip(ref.shape, ref.stride, strict=False))
         if last >= ref.storage.numel:
             raise TorchFormatError(f"offset/stride reach element {last} of a {ref.storage.numel}-element storage")
         view = np.lib.stride_tricks.as_strided(flat[ref.offset :], ref.shape, tuple(s * itemsize for s in ref.stride))

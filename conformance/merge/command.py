@@ -23,21 +23,34 @@ from gpt2_conformance.merge.model import NEITHER, RAW_BENCH, MergeError
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("merge", help="merge conformance and bench JSON from many machines into one matrix, "
-                                            "parity table, bench table and scoreboard page")
-    p.add_argument("files", nargs="+", metavar="FILE.json",
-                   help="reports of `run --report-dir` and `bench --out-dir` (a folder: every *.json under it)")
-    p.add_argument("--out-dir", help="write merged.md, merged.json and scoreboard.html here "
-                                     "(default: print the Markdown)")
-    p.add_argument("--upstream-dir", help="link the scoreboard's waived cells to the issue drafts "
-                                          "`gpt2-conformance upstream` wrote here (e.g. reports/upstream)")
+    p = subparsers.add_parser(
+        "merge",
+        help="merge conformance and bench JSON from many machines into one matrix, "
+        "parity table, bench table and scoreboard page",
+    )
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE.json",
+        help="reports of `run --report-dir` and `bench --out-dir` (a folder: every *.json under it)",
+    )
+    p.add_argument(
+        "--out-dir", help="write merged.md, merged.json and scoreboard.html here (default: print the Markdown)"
+    )
+    p.add_argument(
+        "--upstream-dir",
+        help="link the scoreboard's waived cells to the issue drafts "
+        "`gpt2-conformance upstream` wrote here (e.g. reports/upstream)",
+    )
 
 
 def write_all(doc: dict, out_dir: str, upstream_dir: str | None = None) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, n) for n in ("merged.md", "merged.json", "scoreboard.html")]
     drafts = scoreboard.upstream_drafts(upstream_dir, out_dir) if upstream_dir else None
-    for path, text in zip(paths, (markdown.render(doc), json.dumps(doc, indent=2), scoreboard.html(doc, drafts))):
+    for path, text in zip(
+        paths, (markdown.render(doc), json.dumps(doc, indent=2), scoreboard.html(doc, drafts)), strict=True
+    ):
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return paths

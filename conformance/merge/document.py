@@ -88,27 +88,49 @@ def merged(runs: list[Run], bench: list[dict], ignored: list[str] = (), base: st
             if cid not in described:
                 clause_ids.append(cid)
                 described[cid] = {"id": cid, "group": c.get("group", UNKNOWN), "title": c.get("title", "")}
-    columns = [{"label": r.label, "backend": r.backend, "device": r.device, "device_name": r.device_name,
-                "implementation": r.implementation, "versions": r.versions, "host": r.host, "created": r.created,
-                "file": names[r.path], "exit_code": r.data.get("exit_code"), "error": r.data.get("error", ""),
-                "golden_data": without_paths(as_text((r.data.get("environment") or {}).get("golden_data"))),
-                "summary": r.data.get("summary", {}), "stale_waivers": r.data.get("stale_waivers", [])}
-               for r in runs]
+    columns = [
+        {
+            "label": r.label,
+            "backend": r.backend,
+            "device": r.device,
+            "device_name": r.device_name,
+            "implementation": r.implementation,
+            "versions": r.versions,
+            "host": r.host,
+            "created": r.created,
+            "file": names[r.path],
+            "exit_code": r.data.get("exit_code"),
+            "error": r.data.get("error", ""),
+            "golden_data": without_paths(as_text((r.data.get("environment") or {}).get("golden_data"))),
+            "summary": r.data.get("summary", {}),
+            "stale_waivers": r.data.get("stale_waivers", []),
+        }
+        for r in runs
+    ]
     matrix = []
     for cid in clause_ids:
         cells = {}
         for r in runs:
             c = r.clauses.get(cid)
-            cells[r.label] = ({"status": c["status"], "message": c.get("message", ""), "waiver": c.get("waiver") or {}}
-                              if c else {"status": ABSENT, "message": "this report has no such clause", "waiver": {}})
+            cells[r.label] = (
+                {"status": c["status"], "message": c.get("message", ""), "waiver": c.get("waiver") or {}}
+                if c
+                else {"status": ABSENT, "message": "this report has no such clause", "waiver": {}}
+            )
         matrix.append(dict(described[cid], cells=cells))
     golden = sorted({c["golden_data"] for c in columns})
-    return {"format": MERGED_FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "spec_version": runs[0].spec_version if runs else UNKNOWN, "golden_data": golden,
-            "inputs": [names[r.path] for r in runs] + sorted({names[b["file"]] for b in bench}),
-            "ignored": [names[p] for p in ignored],  # JSON files in a folder that are neither kind
-            "columns": columns, "clauses": matrix, "parity": parity.section(runs) if runs else {},
-            "bench": bench_table([dict(b, file=names[b["file"]]) for b in bench])}
+    return {
+        "format": MERGED_FORMAT,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "spec_version": runs[0].spec_version if runs else UNKNOWN,
+        "golden_data": golden,
+        "inputs": [names[r.path] for r in runs] + sorted({names[b["file"]] for b in bench}),
+        "ignored": [names[p] for p in ignored],  # JSON files in a folder that are neither kind
+        "columns": columns,
+        "clauses": matrix,
+        "parity": parity.section(runs) if runs else {},
+        "bench": bench_table([dict(b, file=names[b["file"]]) for b in bench]),
+    }
 
 
 def exit_code(doc: dict) -> int:

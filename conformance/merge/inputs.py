@@ -49,8 +49,10 @@ def _load_json(path: str) -> dict:
     except OSError as exc:
         raise MergeError(f"{path}: cannot read: {exc.strerror}") from None
     if not isinstance(data, dict):
-        raise MergeError(f"{path}: top level is a JSON {type(data).__name__}, but should be an object "
-                         "(a gpt2-conformance report or a pytest-benchmark JSON)")
+        raise MergeError(
+            f"{path}: top level is a JSON {type(data).__name__}, but should be an object "
+            "(a gpt2-conformance report or a pytest-benchmark JSON)"
+        )
     return data
 
 
@@ -58,24 +60,36 @@ def _need(path: str, obj: dict, key: str, kind: type, where: str = "") -> object
     if key not in obj:
         raise MergeError(f"{path}: {where}{key} is missing")
     if not isinstance(obj[key], kind):
-        raise MergeError(f"{path}: {where}{key} is {type(obj[key]).__name__} {obj[key]!r:.40}, but should be "
-                         f"{kind.__name__}")
+        raise MergeError(
+            f"{path}: {where}{key} is {type(obj[key]).__name__} {obj[key]!r:.40}, but should be {kind.__name__}"
+        )
     return obj[key]
 
 
 def read_report(path: str, data: dict) -> Run:
     if data["format"] != res.REPORT_FORMAT:
-        raise MergeError(f"{path}: report format {data['format']!r}, but merge reads {res.REPORT_FORMAT!r} "
-                         "(rerun `gpt2-conformance run --report-dir` with this version)")
+        raise MergeError(
+            f"{path}: report format {data['format']!r}, but merge reads {res.REPORT_FORMAT!r} "
+            "(rerun `gpt2-conformance run --report-dir` with this version)"
+        )
     for key in ("backend", "device", "spec_version"):
         _need(path, data, key, str)
     env = data.get("environment") or {}
     if not isinstance(env, dict):
         raise MergeError(f"{path}: environment is {type(env).__name__}, but should be an object")
     versions = env.get("versions") or {}
-    run = Run(path, data, data["backend"], data["device"], as_text(env.get("device_name")),
-              as_text(env.get("implementation")), versions if isinstance(versions, dict) else {"?": str(versions)},
-              as_text(env.get("host")), data["spec_version"], as_text(data.get("created")))
+    run = Run(
+        path,
+        data,
+        data["backend"],
+        data["device"],
+        as_text(env.get("device_name")),
+        as_text(env.get("implementation")),
+        versions if isinstance(versions, dict) else {"?": str(versions)},
+        as_text(env.get("host")),
+        data["spec_version"],
+        as_text(data.get("created")),
+    )
     for i, c in enumerate(_need(path, data, "clauses", list)):
         where = f"clauses[{i}]."
         if not isinstance(c, dict):
@@ -114,16 +128,30 @@ def read_bench(path: str, data: dict) -> list[dict]:
         median = _need(path, stats, "median", (int, float), where + "stats.")
         params, extra = b.get("params") or {}, b.get("extra_info") or {}
         group = b.get("group") or name
-        rows.append({"file": path, "host": as_text(machine.get("node")),
-                     "device": params.get("device") or info.get("device") or UNKNOWN,
-                     "backend": params.get("backend", UNKNOWN), "mode": params.get("mode", UNKNOWN),
-                     "implementation": extra.get("implementation", ""), "group": group, "name": name,
-                     "fullname": b.get("fullname") or name, "kind": extra.get("kind") or group.split("_")[0],
-                     "batch": extra.get("batch", params.get("batch")), "median_s": float(median),
-                     "gbps": extra.get("gbps"), "pct_of_limit": extra.get("pct_of_limit"),
-                     "limit_gbps": extra.get("limit_gbps"), "limit_kind": extra.get("limit_kind", ""),
-                     "check": extra.get("check", ""), "model_error": extra.get("model_error"),
-                     "datetime": data.get("datetime", UNKNOWN), "other_load_cores": info.get("other_load_cores")})
+        rows.append(
+            {
+                "file": path,
+                "host": as_text(machine.get("node")),
+                "device": params.get("device") or info.get("device") or UNKNOWN,
+                "backend": params.get("backend", UNKNOWN),
+                "mode": params.get("mode", UNKNOWN),
+                "implementation": extra.get("implementation", ""),
+                "group": group,
+                "name": name,
+                "fullname": b.get("fullname") or name,
+                "kind": extra.get("kind") or group.split("_")[0],
+                "batch": extra.get("batch", params.get("batch")),
+                "median_s": float(median),
+                "gbps": extra.get("gbps"),
+                "pct_of_limit": extra.get("pct_of_limit"),
+                "limit_gbps": extra.get("limit_gbps"),
+                "limit_kind": extra.get("limit_kind", ""),
+                "check": extra.get("check", ""),
+                "model_error": extra.get("model_error"),
+                "datetime": data.get("datetime", UNKNOWN),
+                "other_load_cores": info.get("other_load_cores"),
+            }
+        )
     return rows
 
 
@@ -165,8 +193,10 @@ def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str], list[str]]
             raise MergeError(f"{path}: {NEITHER}")
     if not runs and not bench:
         found = [f"{p} ({RAW_BENCH})" for p in raw_in_folders + raw] + [f"{p} ({NEITHER})" for p in ignored]
-        raise MergeError("no conformance report or bench JSON among the inputs"
-                         + (f"; found only: {'; '.join(found)}" if found else ""))
+        raise MergeError(
+            "no conformance report or bench JSON among the inputs"
+            + (f"; found only: {'; '.join(found)}" if found else "")
+        )
     check(runs, bench)
     return runs, bench, ignored, raw
 
@@ -190,9 +220,11 @@ def check(runs: list[Run], bench: list[dict]) -> None:
     seen: dict[tuple, Run] = {}
     for r in runs:
         if r.identity in seen:
-            raise MergeError(f"duplicate cell: {seen[r.identity].path} and {r.path} both report {r.backend} on "
-                             f"{r.device} (device {r.device_name}, implementation {r.implementation}, host {r.host}, "
-                             "same versions); pass one of them")
+            raise MergeError(
+                f"duplicate cell: {seen[r.identity].path} and {r.path} both report {r.backend} on "
+                f"{r.device} (device {r.device_name}, implementation {r.implementation}, host {r.host}, "
+                "same versions); pass one of them"
+            )
         seen[r.identity] = r
     described: dict[str, tuple] = {}
     for r in runs:
@@ -205,15 +237,17 @@ def check(runs: list[Run], bench: list[dict]) -> None:
     for row in bench:
         key = (row["host"], row["device"], row["fullname"])
         if key in cells and cells[key] != row["file"]:
-            raise MergeError(f"duplicate bench result: {cells[key]} and {row['file']} both time {row['fullname']} on "
-                             f"host {row['host']} ({row['device']}); pass one of them")
+            raise MergeError(
+                f"duplicate bench result: {cells[key]} and {row['file']} both time {row['fullname']} on "
+                f"host {row['host']} ({row['device']}); pass one of them"
+            )
         if key in cells:
             raise MergeError(f"{row['file']}: benchmark {row['fullname']} appears twice")
         cells[key] = row["file"]
 
 
 def label_columns(runs: list[Run]) -> None:
-    """"backend device", plus whatever tells apart columns that share backend and device
+    """ "backend device", plus whatever tells apart columns that share backend and device
     (device name, implementation, versions, host): explicit, never a silent overwrite."""
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
@@ -226,8 +260,9 @@ def label_columns(runs: list[Run]) -> None:
             if len({m.implementation for m in members}) > 1:
                 extra.append(r.implementation)
             if len({json.dumps(m.versions, sort_keys=True) for m in members}) > 1:
-                differing = sorted({k for m in members for k in m.versions
-                                    if len({str(o.versions.get(k)) for o in members}) > 1})
+                differing = sorted(
+                    {k for m in members for k in m.versions if len({str(o.versions.get(k)) for o in members}) > 1}
+                )
                 extra.append(", ".join(f"{k} {r.versions.get(k, UNKNOWN)}" for k in differing))
             if len({m.host for m in members}) > 1:
                 extra.append(f"host {r.host}")

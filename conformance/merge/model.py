@@ -11,13 +11,21 @@ from gpt2_conformance import results as res
 
 MERGED_FORMAT = "gpt2-conformance-merged/1"
 UNKNOWN = "?"  # a field an older report does not carry
-SHORT = {res.PASS: "PASS", res.FAIL: "FAIL", res.WAIVED: "waived", res.NOT_CLAIMED: "n/c", res.SKIPPED: "skip",
-         res.ERROR: "ERROR"}
+SHORT = {
+    res.PASS: "PASS",
+    res.FAIL: "FAIL",
+    res.WAIVED: "waived",
+    res.NOT_CLAIMED: "n/c",
+    res.SKIPPED: "skip",
+    res.ERROR: "ERROR",
+}
 ABSENT = "absent"  # a clause a report does not have (never shown as a pass)
 H_CASES = ("h_prefill", "h_decode")
 RAW_BENCH = "the bench's raw output; merge reads the bench.json written beside it"
-NEITHER = ("neither a gpt2-conformance report (no 'format' key) nor a pytest-benchmark JSON (no 'benchmarks' list "
-           "with 'machine_info')")
+NEITHER = (
+    "neither a gpt2-conformance report (no 'format' key) nor a pytest-benchmark JSON (no 'benchmarks' list "
+    "with 'machine_info')"
+)
 
 
 class MergeError(ValueError):
@@ -27,6 +35,7 @@ class MergeError(ValueError):
 @dataclass
 class Run:
     """One conformance report, with the fields that tell runs apart."""
+
     path: str
     data: dict
     backend: str
@@ -42,8 +51,14 @@ class Run:
 
     @property
     def identity(self) -> tuple:
-        return (self.backend, self.device, self.device_name, self.implementation,
-                json.dumps(self.versions, sort_keys=True), self.host)
+        return (
+            self.backend,
+            self.device,
+            self.device_name,
+            self.implementation,
+            json.dumps(self.versions, sort_keys=True),
+            self.host,
+        )
 
 
 def as_text(value) -> str:

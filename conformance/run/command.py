@@ -19,11 +19,9 @@ import tempfile
 import threading
 import time
 
-from gpt2_conformance import registry
+from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
-from gpt2_conformance import spec
 from gpt2_conformance.api.machine import cores
-from gpt2_conformance import waivers
 from gpt2_conformance.run import console, parity, report, runner, schedule
 from gpt2_conformance.runtime import inputs
 
@@ -35,25 +33,60 @@ def add_parser(sub) -> None:
     target.add_argument("--adapter", help="adapter factory as package.module:factory")
     run.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     run.add_argument("--report-dir", help="write JSON, JUnit XML and Markdown reports (and the logs) here")
-    run.add_argument("--waivers", help="TOML file of expected deviations (default: the backend's own waiver file, "
-                     "or the adapter's WAIVERS attribute)")
-    run.add_argument("--timeout", type=float, default=runner.DEFAULT_TEST_TIMEOUT,
-                     help="seconds per test before it is failed as hung (default %(default)s)")
-    run.add_argument("--jobs", type=int, default=None, help="child processes at once (default: this machine's "
-                     "cores): with --backend all, backends side by side; with one backend, its suite split over them")
-    run.add_argument("--checkpoint", help="GOLDEN clauses: use this GPT-2 checkpoint's tables "
-                     "(default: the shipped real wpe and known wte values)")
-    run.add_argument("--thorough", action="store_true", help="10x the examples, drawn from a random seed that "
-                     "is printed and stored in the report (the default draws are derandomized: a repeatable gate)")
+    run.add_argument(
+        "--waivers",
+        help="TOML file of expected deviations (default: the backend's own waiver file, "
+        "or the adapter's WAIVERS attribute)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=runner.DEFAULT_TEST_TIMEOUT,
+        help="seconds per test before it is failed as hung (default %(default)s)",
+    )
+    run.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="child processes at once (default: this machine's "
+        "cores): with --backend all, backends side by side; with one backend, its suite split over them",
+    )
+    run.add_argument(
+        "--checkpoint",
+        help="GOLDEN clauses: use this GPT-2 checkpoint's tables (default: the shipped real wpe and known wte values)",
+    )
+    run.add_argument(
+        "--thorough",
+        action="store_true",
+        help="10x the examples, drawn from a random seed that "
+        "is printed and stored in the report (the default draws are derandomized: a repeatable gate)",
+    )
     run.add_argument("--seed", type=int, help="with --thorough: replay the draws of the run that printed this seed")
-    run.add_argument("--no-shrink", action="store_true", help="report each failing example as first drawn, not "
-                     "minimised: the same verdicts, sooner where clauses fail")
-    run.add_argument("--case", action="append", default=[], metavar="NODEID",
-                     help="run only this test (repeatable): the nodeid a report's repro line names")
-    run.add_argument("--durations", type=int, default=0, metavar="N", help="after each scorecard, its N slowest "
-                     "tests with their clause (where the verdict's time goes)")
-    run.add_argument("--verbose", action="store_true", help="show the frameworks' own output (TensorFlow's "
-                     "absl/oneDNN lines, ...) on the console; by default it goes to the run's log file")
+    run.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="report each failing example as first drawn, not minimised: the same verdicts, sooner where clauses fail",
+    )
+    run.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        metavar="NODEID",
+        help="run only this test (repeatable): the nodeid a report's repro line names",
+    )
+    run.add_argument(
+        "--durations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after each scorecard, its N slowest tests with their clause (where the verdict's time goes)",
+    )
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the frameworks' own output (TensorFlow's "
+        "absl/oneDNN lines, ...) on the console; by default it goes to the run's log file",
+    )
 
 
 def run(args) -> int:
@@ -145,8 +178,10 @@ def _waivers(name: str, args, log_dir: str) -> list:
             with _bounded(args.timeout, f"importing the plug-in {name}"):
                 return inputs.waiver_list(name, args.waivers, inputs.adapter(name))
         return inputs.waiver_list(name, args.waivers)
-    with console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)), \
-            _bounded(args.timeout, f"importing the adapter {spec}"):
+    with (
+        console.native_output_to(None if args.verbose else console.log_path(log_dir, name, args.device)),
+        _bounded(args.timeout, f"importing the adapter {spec}"),
+    ):
         # checked here: in the child, an adapter without claims cost every clause
         factory = inputs.adapter(spec, spec_only=bool(args.adapter))
     return inputs.waiver_list(spec, args.waivers, factory)
@@ -199,16 +234,34 @@ def _refusal(result: res.SuiteResult) -> str | None:
 
 def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:
     log = console.log_path(log_dir, name, args.device)
-    draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + \
-        (["--gpt2c-no-shrink"] if args.no_shrink else [])
+    draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + (
+        ["--gpt2c-no-shrink"] if args.no_shrink else []
+    )
     cases = [arg for case in args.case for arg in ("--gpt2c-case", case)]
     draws += waivers.first_drawn_args(waiver_list)
-    result = runner.run_backend(name, args.device, args.timeout, adapter_spec=_spec_of(name, args),
-                                checkpoint=args.checkpoint, log_path=log, echo=args.verbose, parity=not args.case,
-                                shards=shards, side_by_side=side_by_side, extra_args=draws + cases)
-    result.environment["draws"] = ({"mode": "thorough", "examples_factor": spec.THOROUGH_FACTOR, "seed": args.seed,
-                                    "replay": f"--thorough --seed {args.seed}"} if args.thorough
-                                   else {"mode": "default", "derandomized": True})
+    result = runner.run_backend(
+        name,
+        args.device,
+        args.timeout,
+        adapter_spec=_spec_of(name, args),
+        checkpoint=args.checkpoint,
+        log_path=log,
+        echo=args.verbose,
+        parity=not args.case,
+        shards=shards,
+        side_by_side=side_by_side,
+        extra_args=draws + cases,
+    )
+    result.environment["draws"] = (
+        {
+            "mode": "thorough",
+            "examples_factor": spec.THOROUGH_FACTOR,
+            "seed": args.seed,
+            "replay": f"--thorough --seed {args.seed}",
+        }
+        if args.thorough
+        else {"mode": "default", "derandomized": True}
+    )
     result.environment["draws"]["shrink"] = not args.no_shrink
     if waiver_list and not args.no_shrink:
         result.environment["draws"]["first_drawn"] = waivers.clauses(waiver_list)
@@ -221,8 +274,9 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
     waivers.apply(result, waiver_list)
     _add_repro_lines(result, name, args)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
-        result.parity = parity.not_computed("the backend did not run" if result.error else
-                                            "nothing was checked in this run")
+        result.parity = parity.not_computed(
+            "the backend did not run" if result.error else "nothing was checked in this run"
+        )
     elif args.case:
         result.parity = parity.not_computed("--case runs part of the suite")
     return result
@@ -230,11 +284,17 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
 
 def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
     """Each failed test's one-line replay: this command, narrowed to that test (same draws)."""
-    target = f"--adapter {shlex.quote(_spec_of(name, args))}" if _spec_of(name, args) else f"--backend {shlex.quote(name)}"
-    options = "".join([f" --device {args.device}" if args.device != "cpu" else "",
-                       f" --checkpoint {shlex.quote(args.checkpoint)}" if args.checkpoint else "",
-                       f" --thorough --seed {args.seed}" if args.thorough else "",
-                       " --no-shrink" if args.no_shrink else ""])
+    target = (
+        f"--adapter {shlex.quote(_spec_of(name, args))}" if _spec_of(name, args) else f"--backend {shlex.quote(name)}"
+    )
+    options = "".join(
+        [
+            f" --device {args.device}" if args.device != "cpu" else "",
+            f" --checkpoint {shlex.quote(args.checkpoint)}" if args.checkpoint else "",
+            f" --thorough --seed {args.seed}" if args.thorough else "",
+            " --no-shrink" if args.no_shrink else "",
+        ]
+    )
     for clause in result.clauses:
         for test in clause.tests:
             if test.outcome == "failed":  # the node id from the suite's own folder: it replays from any directory
@@ -281,8 +341,11 @@ def _run_all(args) -> int:
         return _usage(refused, args)
     with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
         judged = {first.backend: first} if first is not None else {}
-        futures = {name: pool.submit(_judge_named, name, args, log_dir, at_once)
-                   for name in schedule.order(todo, args.device) if name not in judged}
+        futures = {
+            name: pool.submit(_judge_named, name, args, log_dir, at_once)
+            for name in schedule.order(todo, args.device)
+            if name not in judged
+        }
         try:
             for name in todo:  # the registry's order: the output does not depend on which finishes first
                 result = judged[name] if name in judged else futures[name].result()

@@ -23,8 +23,10 @@ RESOURCE = "constraints.txt"  # in the gpt2_conformance package
 
 
 def add_parser(subparsers) -> None:
-    subparsers.add_parser("constraints", help="print the pinned constraints file the suite ships "
-                                              "(for `pip install -c` outside a checkout)")
+    subparsers.add_parser(
+        "constraints",
+        help="print the pinned constraints file the suite ships (for `pip install -c` outside a checkout)",
+    )
 
 
 def text() -> str:

@@ -27,7 +27,6 @@ import pytest
 from gpt2_conformance.results import TestOutcome
 from gpt2_conformance.runtime.hooks import outcome_of
 
-
 # A test whose failure leaves the device unusable for the rest of the process: a CUDA
 # device-side assert (torch's unchecked gather on the GPU) poisons the CUDA context, and every
 # later kernel in that process fails. The child ends itself after recording that test, with
@@ -77,9 +76,17 @@ class EventsWriter:
         props = dict(report.user_properties)
         if "gpt2c_clause" not in props:
             return
-        rec = self._pending.setdefault(report.nodeid, {"event": "result", "nodeid": report.nodeid,
-                                                       "clause": props["gpt2c_clause"], "outcome": "passed",
-                                                       "message": "", "duration": 0.0})
+        rec = self._pending.setdefault(
+            report.nodeid,
+            {
+                "event": "result",
+                "nodeid": report.nodeid,
+                "clause": props["gpt2c_clause"],
+                "outcome": "passed",
+                "message": "",
+                "duration": 0.0,
+            },
+        )
         rec["duration"] += report.duration
         if report.outcome != "passed" and rec["outcome"] == "passed":
             rec["outcome"], rec["message"] = outcome_of(report), props.get("gpt2c_message", "")
@@ -89,10 +96,10 @@ class EventsWriter:
             if done["outcome"] != "passed" and poisons_device(done["message"]):
                 os._exit(FRESH_PROCESS_EXIT)  # written and synced above; nothing else of this process is usable
 
-
     def pytest_collection_finish(self, session):
-        clauses = {i.nodeid: i.get_closest_marker("clause").args[0] for i in session.items
-                   if i.get_closest_marker("clause")}
+        clauses = {
+            i.nodeid: i.get_closest_marker("clause").args[0] for i in session.items if i.get_closest_marker("clause")
+        }
         self.write({"event": "collected", "clauses": clauses})
 
     def pytest_sessionfinish(self, session, exitstatus):
@@ -103,8 +110,9 @@ class EventsWriter:
             return
         record = {"event": "session", "implementation": implementation(factory)}
         if config.getoption("--gpt2c-parity") and _claimed(config.getoption("--gpt2c-parity-claim")):
-            record["parity"] = _bounded_fingerprint(factory, config.getoption("--gpt2c-device"),
-                                                    config.getoption("timeout", None))
+            record["parity"] = _bounded_fingerprint(
+                factory, config.getoption("--gpt2c-device"), config.getoption("timeout", None)
+            )
         self.write(record)
 
 
@@ -156,7 +164,7 @@ def _bounded_fingerprint(factory, device: str, timeout: float | None) -> dict:
         return parity.not_computed(f"the adapter took longer than --timeout {seconds} s")
     except Exception as exc:  # noqa: BLE001 - the adapter's failure is in the clauses already
         why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        return parity.not_computed(why[:MAX_REASON - len(parity.NOT_COMPUTED)])
+        return parity.not_computed(why[: MAX_REASON - len(parity.NOT_COMPUTED)])
     finally:
         if seconds:
             signal.alarm(0)
@@ -166,11 +174,20 @@ def _bounded_fingerprint(factory, device: str, timeout: float | None) -> dict:
 def pytest_addoption(parser):
     group = parser.getgroup("gpt2-conformance")
     group.addoption("--gpt2c-results", help="append one JSON line per test event to this file (used by the CLI)")
-    group.addoption("--gpt2c-parity", action="store_true", help="with --gpt2c-results: the run's parity fingerprint too")
-    group.addoption("--gpt2c-parity-claim", help="with --gpt2c-parity: compute it only if this process is the first "
-                    "to create this file (the CLI gives every shard the same one)")
-    group.addoption("--gpt2c-shard", default="0/1", help="I/N: run the I-th of N shares of the suite's tests "
-                    "(the CLI splits one backend's suite over the machine's cores this way)")
+    group.addoption(
+        "--gpt2c-parity", action="store_true", help="with --gpt2c-results: the run's parity fingerprint too"
+    )
+    group.addoption(
+        "--gpt2c-parity-claim",
+        help="with --gpt2c-parity: compute it only if this process is the first "
+        "to create this file (the CLI gives every shard the same one)",
+    )
+    group.addoption(
+        "--gpt2c-shard",
+        default="0/1",
+        help="I/N: run the I-th of N shares of the suite's tests "
+        "(the CLI splits one backend's suite over the machine's cores this way)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k and --deselect: a restarted pass keeps its shard's tests
@@ -196,8 +213,9 @@ def _shards(items, count: int) -> dict[str, int]:
     tests so far."""
     shard_of, sizes, fixture_home = {}, [0] * count, {}
     for item in items:
-        shared = [(item.module.__name__ if getattr(item, "module", None) else "", name)
-                  for name in _module_fixtures(item)]
+        shared = [
+            (item.module.__name__ if getattr(item, "module", None) else "", name) for name in _module_fixtures(item)
+        ]
         home = next((fixture_home[key] for key in shared if key in fixture_home), None)
         shard = home if home is not None else sizes.index(min(sizes))
         for key in shared:
@@ -265,8 +283,9 @@ def read(path: str) -> Pass:
             if kind == "start":
                 out.in_flight = event["nodeid"]
             elif kind == "result":
-                out.done[event["nodeid"]] = TestOutcome(event["nodeid"], event["clause"], event["outcome"],
-                                                        event["message"], event["duration"])
+                out.done[event["nodeid"]] = TestOutcome(
+                    event["nodeid"], event["clause"], event["outcome"], event["message"], event["duration"]
+                )
                 out.in_flight = None
             elif kind == "collected":
                 out.collected = event["clauses"]

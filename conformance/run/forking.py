@@ -90,8 +90,16 @@ def pytest_runtestloop(session):
     config = session.config
     path = config.getoption("--gpt2c-results")
     writer = config.pluginmanager.get_plugin("gpt2c-events-writer")
-    if (not path or writer is None or not session.items or config.option.collectonly or session.testsfailed
-            or not hasattr(os, "fork") or not sys.platform.startswith("linux") or not only_thread()):
+    if (
+        not path
+        or writer is None
+        or not session.items
+        or config.option.collectonly
+        or session.testsfailed
+        or not hasattr(os, "fork")
+        or not sys.platform.startswith("linux")
+        or not only_thread()
+    ):
         return None  # pytest's own loop, in this process
     me = os.getpid()
     finished: set[str] = set()
@@ -111,8 +119,16 @@ def pytest_runtestloop(session):
         finished |= set(seen.done)
         if seen.in_flight is not None:  # it died in a test: that test FAILs, the next worker runs the rest
             clause = (seen.collected or {}).get(seen.in_flight, "")  # the collected event, written here
-            writer.write({"event": "result", "nodeid": seen.in_flight, "clause": clause, "outcome": "failed",
-                          "message": events.crashed(how), "duration": 0.0})
+            writer.write(
+                {
+                    "event": "result",
+                    "nodeid": seen.in_flight,
+                    "clause": clause,
+                    "outcome": "failed",
+                    "message": events.crashed(how),
+                    "duration": 0.0,
+                }
+            )
             finished.add(seen.in_flight)
             print(f"\nthe worker died in {seen.in_flight} ({how}): a new one runs the tests left", flush=True)
         elif how == "exit code 0":  # it ran every test it was given (or pytest stopped it: -x)
@@ -123,4 +139,3 @@ def pytest_runtestloop(session):
             break
     session.testsfailed = sum(1 for o in events.read(path).done.values() if o.outcome == "failed")
     return True
-

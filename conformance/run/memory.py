@@ -57,7 +57,9 @@ def keep_freed_memory() -> bool:
     try:
         libc = ctypes.CDLL("libc.so.6")
         most = 2**31 - 1  # mallopt takes an int
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(min(THRESHOLD_BYTES, most)))
-                    and libc.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(most)))
+        return bool(
+            libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(min(THRESHOLD_BYTES, most)))
+            and libc.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(most))
+        )
     except (OSError, AttributeError):  # musl, or no libc.so.6
         return False

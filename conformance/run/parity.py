@@ -10,7 +10,6 @@ float32 embedding agrees bit for bit (max |diff| exactly 0); logits differ only 
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from gpt2_conformance.api import gpt2
@@ -63,8 +62,11 @@ def table(diffs: dict[str, dict[str, float] | str]) -> str:
     """Markdown: backend x case, max |diff| from the NumPy reference."""
     lines = ["| Backend | " + " | ".join(f"max abs diff {c}" for c in CASES) + " |", "|---|" + "---|" * len(CASES)]
     for name, row in diffs.items():
-        cells = [row] * len(CASES) if isinstance(row, str) else \
-            [f"{row[c]:.3g}" if c in row else f"not claimed ({NEEDS[c]})" for c in CASES]
+        cells = (
+            [row] * len(CASES)
+            if isinstance(row, str)
+            else [f"{row[c]:.3g}" if c in row else f"not claimed ({NEEDS[c]})" for c in CASES]
+        )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -124,14 +126,24 @@ def fingerprint(out: dict[str, np.ndarray], reference: dict[str, np.ndarray]) ->
         array = np.asarray(out[case])
         flat = array.reshape(-1)
         index = sample_indices(case, flat.size)
-        cases[case] = {"shape": list(array.shape), "dtype": str(array.dtype), "sha256": sha256(array),
-                       "reference_sha256": sha256(reference[case]),
-                       "max_abs_diff": None if np.isnan(diffs[case]) else diffs[case],  # None: shapes differ
-                       "sample_index": index, "sample": [float(flat[i]) for i in index]}
-    return {"format": FINGERPRINT_FORMAT, "inputs_sha256": inputs_digest(), "reference": REFERENCE,
-            "inputs": "seeded float32 tables at d=768; h_prefill: 2 x 1024 ids from past_length 0; h_decode: the "
-                      "cached decode of positions 1000..1023; logits: the tied head of 2 x 4 unit-scale vectors",
-            "cases": cases, "not_claimed": {c: NEEDS[c] for c in CASES if c not in out}}
+        cases[case] = {
+            "shape": list(array.shape),
+            "dtype": str(array.dtype),
+            "sha256": sha256(array),
+            "reference_sha256": sha256(reference[case]),
+            "max_abs_diff": None if np.isnan(diffs[case]) else diffs[case],  # None: shapes differ
+            "sample_index": index,
+            "sample": [float(flat[i]) for i in index],
+        }
+    return {
+        "format": FINGERPRINT_FORMAT,
+        "inputs_sha256": inputs_digest(),
+        "reference": REFERENCE,
+        "inputs": "seeded float32 tables at d=768; h_prefill: 2 x 1024 ids from past_length 0; h_decode: the "
+        "cached decode of positions 1000..1023; logits: the tied head of 2 x 4 unit-scale vectors",
+        "cases": cases,
+        "not_claimed": {c: NEEDS[c] for c in CASES if c not in out},
+    }
 
 
 def fingerprint_of(factory, device: str = "cpu") -> dict:
@@ -148,6 +160,9 @@ def table_from_fingerprints(fingerprints: dict[str, dict]) -> str:
     diffs = {}
     for name, fp in fingerprints.items():
         error = fp.get("error", "")
-        diffs[name] = ((error if error.startswith(NOT_COMPUTED) else f"failed: {error}") if "error" in fp else
-                       {c: float("nan") if v["max_abs_diff"] is None else v["max_abs_diff"] for c, v in fp["cases"].items()})
+        diffs[name] = (
+            (error if error.startswith(NOT_COMPUTED) else f"failed: {error}")
+            if "error" in fp
+            else {c: float("nan") if v["max_abs_diff"] is None else v["max_abs_diff"] for c, v in fp["cases"].items()}
+        )
     return table(diffs)

@@ -18,8 +18,10 @@ def scorecard(result: res.SuiteResult) -> str:
         lines.append(f"  golden data: {result.environment['golden_data']}")
     draws = result.environment.get("draws", {})
     if draws.get("mode") == "thorough":
-        lines.append(f"  draws: thorough ({draws['examples_factor']}x the examples), seed {draws['seed']}; "
-                     f"replay with {draws['replay']}")
+        lines.append(
+            f"  draws: thorough ({draws['examples_factor']}x the examples), seed {draws['seed']}; "
+            f"replay with {draws['replay']}"
+        )
     if result.error:
         lines.append(f"  ERROR: {result.error}")
     for c in result.clauses:
@@ -30,8 +32,10 @@ def scorecard(result: res.SuiteResult) -> str:
         lines.append(f"  STALE WAIVER: {stale}")
     waived = f"{counts[res.WAIVED]} waived, " if counts[res.WAIVED] else ""
     errors = f"{counts[res.ERROR]} suite error(s) (not the implementation's), " if counts[res.ERROR] else ""
-    lines.append(f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{errors}{counts[res.NOT_CLAIMED]} "
-                 f"not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s")
+    lines.append(
+        f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{errors}{counts[res.NOT_CLAIMED]} "
+        f"not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s"
+    )
     return "\n".join(lines)
 
 
@@ -41,8 +45,10 @@ def slowest(result: res.SuiteResult, count: int) -> str:
     tests = sorted((t for c in result.clauses for t in c.tests), key=lambda t: t.duration, reverse=True)[:count]
     if not tests:
         return ""
-    lines = [f"  slowest {len(tests)} test(s) of {result.backend} (shards run side by side: they may add up to more "
-             "than the run)"]
+    lines = [
+        f"  slowest {len(tests)} test(s) of {result.backend} (shards run side by side: they may add up to more "
+        "than the run)"
+    ]
     lines += [f"  {t.duration:8.2f} s  {t.clause:<26} {t.nodeid} ({t.outcome})" for t in tests]
     return "\n".join(lines)
 
@@ -54,19 +60,29 @@ def to_json(result: res.SuiteResult) -> str:
 def to_junit(result: res.SuiteResult) -> str:
     """One <testsuite> per backend, one <testcase> per clause (what CI dashboards show)."""
     counts = result.by_status()
-    suite = ET.Element("testsuite", name=f"gpt2-conformance[{result.backend}-{result.device}]",
-                       tests=str(len(result.clauses)), failures=str(counts[res.FAIL]),
-                       skipped=str(counts[res.NOT_CLAIMED] + counts[res.SKIPPED]),
-                       errors=str(counts[res.ERROR] + (1 if result.error else 0)),
-                       time=f"{result.duration:.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name=f"gpt2-conformance[{result.backend}-{result.device}]",
+        tests=str(len(result.clauses)),
+        failures=str(counts[res.FAIL]),
+        skipped=str(counts[res.NOT_CLAIMED] + counts[res.SKIPPED]),
+        errors=str(counts[res.ERROR] + (1 if result.error else 0)),
+        time=f"{result.duration:.3f}",
+    )
     if result.error:
         ET.SubElement(suite, "error", message=result.error)
     for c in result.clauses:
-        case = ET.SubElement(suite, "testcase", classname=f"{result.backend}.{c.clause.group}", name=c.clause.id,
-                             time=f"{sum(t.duration for t in c.tests):.3f}")
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"{result.backend}.{c.clause.group}",
+            name=c.clause.id,
+            time=f"{sum(t.duration for t in c.tests):.3f}",
+        )
         if c.status == res.FAIL:
             ET.SubElement(case, "failure", message=c.message).text = "\n".join(
-                f"{t.nodeid}: {t.message}" for t in c.tests if t.status == res.FAIL)
+                f"{t.nodeid}: {t.message}" for t in c.tests if t.status == res.FAIL
+            )
         elif c.status == res.ERROR:  # JUnit's own word for "the harness failed", not the code under test
             ET.SubElement(case, "error", message=c.message)
         elif c.status == res.WAIVED:
@@ -78,10 +94,14 @@ def to_junit(result: res.SuiteResult) -> str:
 
 def to_markdown(result: res.SuiteResult) -> str:
     counts = result.by_status()
-    lines = [f"# gpt2-conformance: {result.backend} on {result.device}", "",
-             f"Spec {result.spec_version}. {counts[res.PASS]} passed, {counts[res.FAIL]} failed, "
-             f"{counts[res.WAIVED]} waived, {counts[res.ERROR]} suite errors, "
-             f"{counts[res.NOT_CLAIMED]} not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s.", ""]
+    lines = [
+        f"# gpt2-conformance: {result.backend} on {result.device}",
+        "",
+        f"Spec {result.spec_version}. {counts[res.PASS]} passed, {counts[res.FAIL]} failed, "
+        f"{counts[res.WAIVED]} waived, {counts[res.ERROR]} suite errors, "
+        f"{counts[res.NOT_CLAIMED]} not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s.",
+        "",
+    ]
     if result.environment.get("golden_data"):
         lines += [f"Golden data: {result.environment['golden_data']}.", ""]
     if result.error:
@@ -108,8 +128,14 @@ def write_all(result: res.SuiteResult, directory: str) -> list[str]:
 def matrix(results: list[res.SuiteResult], missing: dict[str, str]) -> str:
     """Clause x backend verdicts of a `--backend all` run, in Markdown."""
     names = [r.backend for r in results] + list(missing)
-    short = {res.PASS: "PASS", res.FAIL: "FAIL", res.WAIVED: "waived", res.NOT_CLAIMED: "n/c", res.SKIPPED: "skip",
-             res.ERROR: "ERROR"}
+    short = {
+        res.PASS: "PASS",
+        res.FAIL: "FAIL",
+        res.WAIVED: "waived",
+        res.NOT_CLAIMED: "n/c",
+        res.SKIPPED: "skip",
+        res.ERROR: "ERROR",
+    }
     lines = ["| Clause | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for i, c in enumerate(results[0].clauses if results else []):
         cells = [short[r.clauses[i].status] for r in results] + ["not installed"] * len(missing)

@@ -26,9 +26,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from gpt2_conformance import registry
+from gpt2_conformance import registry, spec
 from gpt2_conformance import results as res
-from gpt2_conformance import spec
 from gpt2_conformance.api import machine
 from gpt2_conformance.run import events as events_file
 from gpt2_conformance.run import memory
@@ -38,7 +37,7 @@ from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
 SUITE = "gpt2_conformance.suite"
 DEFAULT_TEST_TIMEOUT = 120.0  # seconds per test, enforced by pytest-timeout in the child
 HANG_GRACE = 30.0  # at most this many extra seconds (and no more than the timeout) before the watchdog
-                  # kills a child stuck in native code, where pytest-timeout's signal cannot reach
+# kills a child stuck in native code, where pytest-timeout's signal cannot reach
 # Set on Ctrl-C: no child starts after it and each running one is ended. Without it `run --backend
 # all` went on for minutes after a Ctrl-C, starting child after child for the backends left.
 STOPPING = threading.Event()
@@ -59,8 +58,13 @@ SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider
 # cost its start-up: pytest rewrites the asserts of every module of an autoloaded plugin's
 # distribution (166 modules here: hypothesis, anyio, typeguard, ...), again in every child where
 # bytecode is not written (PYTHONDONTWRITEBYTECODE): about 4 s of each child on these machines.
-CHILD_PLUGINS = ("gpt2_conformance.pytest_plugin", "gpt2_conformance.run.events", "gpt2_conformance.run.forking",
-                 "pytest_timeout", "_hypothesis_pytestplugin")
+CHILD_PLUGINS = (
+    "gpt2_conformance.pytest_plugin",
+    "gpt2_conformance.run.events",
+    "gpt2_conformance.run.forking",
+    "pytest_timeout",
+    "_hypothesis_pytestplugin",
+)
 # the distributions behind the child plugins that are not ours: a child without one dies at its start
 CHILD_PLUGIN_DISTRIBUTIONS = {"pytest_timeout": "pytest-timeout", "_hypothesis_pytestplugin": "hypothesis"}
 
@@ -79,10 +83,12 @@ def missing_child_plugins() -> str | None:
     missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not _importable(module)]
     if not missing:
         return None
-    return (f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed in {sys.executable}, "
-            f"and the suite's test processes load {'it' if len(missing) == 1 else 'them'}: pip install "
-            f"{' '.join(missing)} into that environment, or run the gpt2-conformance of one that has "
-            f"{'it' if len(missing) == 1 else 'them'}")
+    return (
+        f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed in {sys.executable}, "
+        f"and the suite's test processes load {'it' if len(missing) == 1 else 'them'}: pip install "
+        f"{' '.join(missing)} into that environment, or run the gpt2-conformance of one that has "
+        f"{'it' if len(missing) == 1 else 'them'}"
+    )
 
 
 class _Collector:
@@ -93,7 +99,9 @@ class _Collector:
         props = dict(report.user_properties)
         if "gpt2c_clause" not in props:
             return
-        current = self.outcomes.setdefault(report.nodeid, res.TestOutcome(report.nodeid, props["gpt2c_clause"], "passed"))
+        current = self.outcomes.setdefault(
+            report.nodeid, res.TestOutcome(report.nodeid, props["gpt2c_clause"], "passed")
+        )
         current.duration += report.duration
         if report.outcome != "passed" and current.outcome == "passed":
             current.outcome, current.message = outcome_of(report), props.get("gpt2c_message", "")
@@ -148,8 +156,9 @@ def _device_name(device: str) -> str:
     """The CPU model or the GPU's name (nvidia-smi), "?" where neither can be read."""
     if device == "gpu":
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=20)
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+            )
             names = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()]
             return names[0] if out.returncode == 0 and names else "?"
         except (OSError, subprocess.TimeoutExpired):
@@ -169,9 +178,15 @@ def environment(checkpoint: str | None = None, device: str = "cpu", modules=()) 
 
     from gpt2_conformance.golden import data
 
-    return {"python": platform.python_version(), "platform": platform.platform(), "numpy": numpy.__version__,
-            "host": platform.node(), "device_name": _device_name(device), "versions": _versions(modules),
-            "golden_data": data.describe(checkpoint)}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": numpy.__version__,
+        "host": platform.node(),
+        "device_name": _device_name(device),
+        "versions": _versions(modules),
+        "golden_data": data.describe(checkpoint),
+    }
 
 
 def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=()) -> res.SuiteResult:
@@ -182,22 +197,38 @@ def run_in_process(factory, label: str = "", device: str = "cpu", extra_args=())
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = __import__("pytest").main(args, plugins=[InjectedFactory(factory, label), collector])
     error = "" if code in (0, 1) else f"pytest exited with {code}: {last_words(out.getvalue())}"
-    return res.SuiteResult(label or getattr(factory, "__name__", repr(factory)), device, spec.SPEC_VERSION,
-                           res.aggregate(list(collector.outcomes.values())), time.perf_counter() - start,
-                           environment(device=device, modules=[type(factory).__module__, getattr(factory, "__module__", "")]),
-                           error, created=_now())
+    return res.SuiteResult(
+        label or getattr(factory, "__name__", repr(factory)),
+        device,
+        spec.SPEC_VERSION,
+        res.aggregate(list(collector.outcomes.values())),
+        time.perf_counter() - start,
+        environment(device=device, modules=[type(factory).__module__, getattr(factory, "__module__", "")]),
+        error,
+        created=_now(),
+    )
 
 
 def _now() -> str:
     import datetime
 
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TEST_TIMEOUT,
-                adapter_spec: str | None = None, extra_args=(), hang_grace: float = HANG_GRACE,
-                checkpoint: str | None = None, log_path: str | None = None, echo: bool = False,
-                parity: bool = False, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:
+def run_backend(
+    name: str,
+    device: str = "cpu",
+    test_timeout: float = DEFAULT_TEST_TIMEOUT,
+    adapter_spec: str | None = None,
+    extra_args=(),
+    hang_grace: float = HANG_GRACE,
+    checkpoint: str | None = None,
+    log_path: str | None = None,
+    echo: bool = False,
+    parity: bool = False,
+    shards: int = 1,
+    side_by_side: int = 1,
+) -> res.SuiteResult:
     """The suite on a backend in child processes (see module docstring). `checkpoint`: the
     GOLDEN clauses use that checkpoint's tables instead of the shipped real data. `parity`: the
     child also computes the run's parity fingerprint after the last clause (result.parity).
@@ -211,8 +242,7 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     golden = ["--gpt2c-checkpoint", checkpoint] if checkpoint else []
     # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
     plugins = [a for p in CHILD_PLUGINS for a in ("-p", p)]
-    base = [*SUITE_ARGS, "-s", *plugins,
-            "--gpt2c-device", device, *target, *golden, *extra_args]
+    base = [*SUITE_ARGS, "-s", *plugins, "--gpt2c-device", device, *target, *golden, *extra_args]
     start = time.perf_counter()
     hang_grace = min(hang_grace, test_timeout)
     shards = max(1, shards)
@@ -220,8 +250,10 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
     if not adapter_spec:
         child_vars = {**child_vars, **registry.child_env(name)}  # the backend's own (a cache folder, ...)
     log_lock = threading.Lock()
-    with tempfile.TemporaryDirectory(prefix="gpt2c-run-") as run_tmp, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=shards + 1) as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="gpt2c-run-") as run_tmp,
+        concurrent.futures.ThreadPoolExecutor(max_workers=shards + 1) as pool,
+    ):
         # read while the children run (the installed metadata, the CPU's name): a fifth of a second
         # of a numpy verdict when it was read after the last child had finished
         machine_facts = pool.submit(environment, checkpoint, device, registry.requires(name, adapter_spec))
@@ -229,19 +261,30 @@ def run_backend(name: str, device: str = "cpu", test_timeout: float = DEFAULT_TE
         claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
         args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
         try:
-            passes = list(pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock,
-                                                     child_vars), args))
+            passes = list(
+                pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars), args)
+            )
         except KeyboardInterrupt:
             STOPPING.set()
             raise
     outcomes = {nodeid: o for p in passes for nodeid, o in p.outcomes.items()}
     error = next((p.error for p in passes if p.error), "")
     # the shard that computed the fingerprint; else one that says why it is missing
-    sessions = sorted((p.session for p in passes if p.session),
-                      key=lambda s: 0 if "error" not in s.get("parity", {"error": ""}) else 1 if "parity" in s else 2)
+    sessions = sorted(
+        (p.session for p in passes if p.session),
+        key=lambda s: 0 if "error" not in s.get("parity", {"error": ""}) else 1 if "parity" in s else 2,
+    )
     session = sessions[0] if sessions else None
-    result = res.SuiteResult(name, device, spec.SPEC_VERSION, res.aggregate(list(outcomes.values())),
-                             time.perf_counter() - start, machine_facts.result(), error, created=_now())
+    result = res.SuiteResult(
+        name,
+        device,
+        spec.SPEC_VERSION,
+        res.aggregate(list(outcomes.values())),
+        time.perf_counter() - start,
+        machine_facts.result(),
+        error,
+        created=_now(),
+    )
     described = next((s["implementation"] for s in sessions if s.get("implementation")), None)
     if described:
         result.environment["implementation"] = described
@@ -257,8 +300,15 @@ class _Passes:
     error: str = ""
 
 
-def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: str | None, echo: bool,
-            log_lock: threading.Lock, child_vars: dict | None = None) -> _Passes:
+def _passes(
+    base: list[str],
+    test_timeout: float,
+    hang_grace: float,
+    log_path: str | None,
+    echo: bool,
+    log_lock: threading.Lock,
+    child_vars: dict | None = None,
+) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
     the rest (a crash a forking child survived, run/forking.py, arrives here as that FAIL).
@@ -277,8 +327,19 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
                 break
             events = os.path.join(tmp, f"events-{attempt}.jsonl")
             deselect = [a for nodeid in out.outcomes for a in ("--deselect", nodeid)]
-            cmd = [sys.executable, "-m", "pytest", *base, "--gpt2c-results", events,
-                   "--timeout", str(test_timeout), "-o", "timeout_func_only=true", *deselect]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pytest",
+                *base,
+                "--gpt2c-results",
+                events,
+                "--timeout",
+                str(test_timeout),
+                "-o",
+                "timeout_func_only=true",
+                *deselect,
+            ]
             child_log = os.path.join(tmp, f"output-{attempt}.log")
             with open(child_log, "w") as log:  # a file, not a pipe: a chatty child must never block on it
                 child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
@@ -298,10 +359,14 @@ def _passes(base: list[str], test_timeout: float, hang_grace: float, log_path: s
             if this.in_flight is not None:
                 # it died in a test: that test FAILs and the rest run on; when it was the last, one
                 # more pass (every test deselected) ends the session: the implementation and parity
-                reason = (f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed" if hung
-                          else events_file.crashed(events_file.death(child.returncode)))
-                out.outcomes[this.in_flight] = res.TestOutcome(this.in_flight, (clauses or {}).get(this.in_flight, ""),
-                                                               "failed", reason)
+                reason = (
+                    f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed"
+                    if hung
+                    else events_file.crashed(events_file.death(child.returncode))
+                )
+                out.outcomes[this.in_flight] = res.TestOutcome(
+                    this.in_flight, (clauses or {}).get(this.in_flight, ""), "failed", reason
+                )
                 continue
             if child.returncode == events_file.FRESH_PROCESS_EXIT and clauses is not None and this.done:
                 continue  # a test poisoned the device context (events.POISONED_DEVICE): the rest in a new process

@@ -7,8 +7,8 @@ Keras backend gets its own process), its waiver file applied (gpt2_conformance.w
 reports/<name>.md with the implementation and versions, the scorecard, and for every finding
 the clause, the suite's one-line message (input, expected vs actual) and the evidence from the
 waiver file (reason and source line / tracker link). Its upstream reproductions
-(`gpt2-conformance upstream`) run too: one that no longer reproduces makes its waivers stale. Exit status 1 if any clause fails without
-a waiver or a waiver is stale, as in CI.
+(`gpt2-conformance upstream`) run too: one that no longer reproduces makes its waivers stale.
+Exit status 1 if any clause fails without a waiver or a waiver is stale, as in CI.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import os
 import re
 import sys
 
-from gpt2_conformance import registry, results as res
-from gpt2_conformance import waivers
+from gpt2_conformance import registry, waivers
+from gpt2_conformance import results as res
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance.run import runner
 from gpt2_conformance.upstream import causes
@@ -31,8 +31,13 @@ def missing(name: str) -> str | None:
     return registry.missing_framework(name)
 
 
-def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT, reproductions: bool = False,
-          shards: int | None = None, shrink: bool = True) -> tuple[res.SuiteResult, list, str]:
+def judge(
+    name: str,
+    timeout: float = runner.DEFAULT_TEST_TIMEOUT,
+    reproductions: bool = False,
+    shards: int | None = None,
+    shrink: bool = True,
+) -> tuple[res.SuiteResult, list, str]:
     """(result with waivers applied, the waivers, the implementation string) for one name. With
     `reproductions`, its upstream reproduction scripts run too (gpt2_conformance.upstream): a
     waiver whose reproduction no longer reproduces is stale. `shards`: child processes for the
@@ -43,8 +48,13 @@ def judge(name: str, timeout: float = runner.DEFAULT_TEST_TIMEOUT, reproductions
     entry = registry.builtin()[name]
     factory = registry.resolve(name)
     waiver_list = waivers.load(entry.waivers_path())
-    result = runner.run_backend(name, "cpu", timeout, shards=shards or cores(),
-                                extra_args=waivers.first_drawn_args(waiver_list) if shrink else ("--gpt2c-no-shrink",))
+    result = runner.run_backend(
+        name,
+        "cpu",
+        timeout,
+        shards=shards or cores(),
+        extra_args=waivers.first_drawn_args(waiver_list) if shrink else ("--gpt2c-no-shrink",),
+    )
     fixed = causes.fixed_clauses(causes.reproduce(name, jobs=cores())) if reproductions else {}
     waivers.apply(result, waiver_list, fixed)
     return result, waiver_list, factory.implementation()
@@ -60,8 +70,14 @@ def _cell(text: str, limit: int = 0, table: bool = False) -> str:
     return text if not limit or len(text) <= limit else text[: limit - 3] + "..."
 
 
-def markdown(name: str, result: res.SuiteResult, waiver_list: list, implementation: str, waiver_path: str,
-             drafts: list | None = None) -> str:
+def markdown(
+    name: str,
+    result: res.SuiteResult,
+    waiver_list: list,
+    implementation: str,
+    waiver_path: str,
+    drafts: list | None = None,
+) -> str:
     """The report; `drafts` (status.json's drafts from `gpt2-conformance upstream`, in the report
     folder's upstream/NAME/) adds each waived finding's upstream issue draft."""
     counts = result.by_status()
@@ -90,16 +106,23 @@ def markdown(name: str, result: res.SuiteResult, waiver_list: list, implementati
         waiver = by_clause.get(c.clause.id)
         message = c.message.split(" [waived: ")[0] if waiver else c.message
         failed_tests = [t for t in c.tests if t.status == res.FAIL]
-        lines += [f"### {c.clause.id}: {_cell(c.clause.title)} ({c.status})", "",
-                  f"- Rule: {_cell(c.clause.text)}",
-                  f"- Suite (input, expected vs actual): `` {_cell(message, 900)} ``",
-                  f"- Failing tests: {len(failed_tests)} of {len(c.tests)} "
-                  f"({', '.join(t.nodeid.split('::')[-1] for t in failed_tests[:4])}"
-                  + (", ..." if len(failed_tests) > 4 else "") + ")"]
+        lines += [
+            f"### {c.clause.id}: {_cell(c.clause.title)} ({c.status})",
+            "",
+            f"- Rule: {_cell(c.clause.text)}",
+            f"- Suite (input, expected vs actual): `` {_cell(message, 900)} ``",
+            f"- Failing tests: {len(failed_tests)} of {len(c.tests)} "
+            f"({', '.join(t.nodeid.split('::')[-1] for t in failed_tests[:4])}"
+            + (", ..." if len(failed_tests) > 4 else "")
+            + ")",
+        ]
         if waiver:
             lines += [f"- Evidence: {waiver.reason}", f"- Source / tracker: <{waiver.link}>"]
-            lines += [f"- Upstream draft ({d['status']}): [{_cell(d['title'])}](upstream/{name}/{d['cause']}.md)"
-                      for d in drafts if c.clause.id in d["clauses"]]
+            lines += [
+                f"- Upstream draft ({d['status']}): [{_cell(d['title'])}](upstream/{name}/{d['cause']}.md)"
+                for d in drafts
+                if c.clause.id in d["clauses"]
+            ]
         else:
             lines.append("- **Not waived**: an unexplained failure (fails the CI gate).")
         lines.append("")
@@ -120,8 +143,11 @@ def _drafts(out: str, name: str) -> list:
 
 
 def add_parser(sub) -> None:
-    parser = sub.add_parser("thirdparty", help="run the third-party implementations and write one report each",
-                            description=__doc__.split("\n\n")[0])
+    parser = sub.add_parser(
+        "thirdparty",
+        help="run the third-party implementations and write one report each",
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("names", nargs="*", default=registry.judged(), help="default: all")
     parser.add_argument("--out", default="reports", help="folder for <name>.md (default: ./reports)")
 
@@ -129,8 +155,10 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     unknown = [n for n in args.names if n not in registry.judged()]
     if unknown:
-        print(f"gpt2-conformance: error: unknown implementation {unknown[0]!r}; known: {', '.join(registry.judged())}",
-              file=sys.stderr)
+        print(
+            f"gpt2-conformance: error: unknown implementation {unknown[0]!r}; known: {', '.join(registry.judged())}",
+            file=sys.stderr,
+        )
         return 2
     os.makedirs(args.out, exist_ok=True)
     status = 0
@@ -142,13 +170,17 @@ def run(args) -> int:
             continue
         result, waiver_list, implementation = judge(name, reproductions=True)
         entry = registry.builtin()[name]
-        rel = f"backends/{entry.package.removeprefix(registry.BACKENDS_PACKAGE + '.').replace('.', '/')}/{entry.waivers}"
+        rel = (
+            f"backends/{entry.package.removeprefix(registry.BACKENDS_PACKAGE + '.').replace('.', '/')}/{entry.waivers}"
+        )
         out = os.path.join(args.out, f"{name}.md")
         with open(out, "w", encoding="utf-8") as f:
             f.write(markdown(name, result, waiver_list, implementation, rel, _drafts(args.out, name)))
         counts = result.by_status()
-        print(f"{name}: {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {counts[res.WAIVED]} waived, "
-              f"{len(result.stale_waivers)} stale waiver(s) in {result.duration:.0f} s -> {out}")
+        print(
+            f"{name}: {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {counts[res.WAIVED]} waived, "
+            f"{len(result.stale_waivers)} stale waiver(s) in {result.duration:.0f} s -> {out}"
+        )
         if counts[res.FAIL] or result.stale_waivers or result.error:
             status = 1
     return status

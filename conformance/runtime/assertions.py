@@ -1,7 +1,8 @@
 """Assertion helpers. Every failure is one line that names the call, the input, and
 expected vs actual, e.g.
 
-  h[0, 3, 17]=0.0123 but should be 0.0456; 12 of 7680 elements differ, max |diff| 0.033, 0 NaN [embed(ids=int64[2, 5] in [0, 50256], past_length=3)]
+  h[0, 3, 17]=0.0123 but should be 0.0456; 12 of 7680 elements differ, max |diff| 0.033, 0 NaN
+  [embed(ids=int64[2, 5] in [0, 50256], past_length=3)]   (one line in a real message)
 
 An exception the adapter raised ends with its call too (runtime/verdicts.py).
 """
@@ -64,8 +65,9 @@ def _index(what: str, idx: tuple) -> str:
     return f"{what}[{', '.join(map(str, idx))}]"
 
 
-def assert_bitwise_equal(actual, expected: np.ndarray, call: str, what: str = "h", note: str = "",
-                         converted: bool = False) -> None:
+def assert_bitwise_equal(
+    actual, expected: np.ndarray, call: str, what: str = "h", note: str = "", converted: bool = False
+) -> None:
     """Same shape and the same bits (NaN and -0.0 included): the float32 embedding rule.
     `converted`: actual is first converted to expected's dtype (a float16 table read back as
     float32: exact). Compared a piece at a time: a [V, d] mask or converted copy costs more than
@@ -96,14 +98,16 @@ def _same_bits(actual: np.ndarray, expected: np.ndarray) -> bool:
     bits = np.dtype(f"u{expected.dtype.itemsize}")
     rows = max(1, _PIECE_ELEMENTS // max(1, int(np.prod(expected.shape[1:]))))
     for start in range(0, expected.shape[0], rows):
-        a = np.ascontiguousarray(actual[start:start + rows], dtype=expected.dtype)
-        e = np.ascontiguousarray(expected[start:start + rows])
+        a = np.ascontiguousarray(actual[start : start + rows], dtype=expected.dtype)
+        e = np.ascontiguousarray(expected[start : start + rows])
         if (a.view(bits) != e.view(bits)).any():
             return False
     return True
 
 
-def assert_within(actual, expected: np.ndarray, bound: np.ndarray, call: str, what: str = "logits", rule: str = "") -> None:
+def assert_within(
+    actual, expected: np.ndarray, bound: np.ndarray, call: str, what: str = "logits", rule: str = ""
+) -> None:
     """|actual - expected| <= bound elementwise (bound derived in numerics/oracle)."""
     actual = assert_shape(actual, expected.shape, call, what)
     err = np.abs(actual.astype(np.float64) - expected)
@@ -157,17 +161,23 @@ def assert_moves_exactly_at(before: np.ndarray, after: np.ndarray, where: np.nda
     before, after = np.asarray(before), as_array(after, call)
     for h in (before, after):
         if h.shape[:-1] != where.shape or h.dtype != np.float32:
-            raise AssertionError(f"h is {h.dtype}{list(h.shape)}, but should be float32{list(where.shape)} + [d] [{call}]")
-    moved = (after.view(np.uint32) != before.view(np.uint32))
+            raise AssertionError(
+                f"h is {h.dtype}{list(h.shape)}, but should be float32{list(where.shape)} + [d] [{call}]"
+            )
+    moved = after.view(np.uint32) != before.view(np.uint32)
     stray = moved & ~where[..., None]
     if stray.any():
         b, t, j = (int(i) for i in np.argwhere(stray)[0])
-        raise AssertionError(f"h[{b}, {t}, {j}] changed from {float(before[b, t, j]):.9g} to {float(after[b, t, j]):.9g} "
-                             f"after {why}, but that row should not be read there; "
-                             f"{int(stray.any(-1).sum())} (b, t) rows moved that should not [{call}]")
+        raise AssertionError(
+            f"h[{b}, {t}, {j}] changed from {float(before[b, t, j]):.9g} to {float(after[b, t, j]):.9g} "
+            f"after {why}, but that row should not be read there; "
+            f"{int(stray.any(-1).sum())} (b, t) rows moved that should not [{call}]"
+        )
     still = ~moved & where[..., None]
     if still.any():
         b, t, j = (int(i) for i in np.argwhere(still)[0])
-        raise AssertionError(f"h[{b}, {t}, {j}]={float(after[b, t, j]):.9g} did not change after {why}, but h must "
-                             f"read that row there; {int(still.sum())} of {int(where.sum()) * after.shape[-1]} elements "
-                             f"did not move [{call}]")
+        raise AssertionError(
+            f"h[{b}, {t}, {j}]={float(after[b, t, j]):.9g} did not change after {why}, but h must "
+            f"read that row there; {int(still.sum())} of {int(where.sum()) * after.shape[-1]} elements "
+            f"did not move [{call}]"
+        )

@@ -84,8 +84,10 @@ class GuardedAdapter:
 
     def _need(self, requirement: str, call: str) -> None:
         if not self._caps.claims(requirement):
-            raise SuiteError(f"the suite called {call}, which needs {requirement}, but the adapter does not "
-                             "claim it (a bug in the suite: a clause must not call what is not claimed)")
+            raise SuiteError(
+                f"the suite called {call}, which needs {requirement}, but the adapter does not "
+                "claim it (a bug in the suite: a clause must not call what is not claimed)"
+            )
 
     def _forward(self, method: str, args: tuple, call: str, watched: dict | None = None, answer: str = ""):
         """The adapter's method on args; `watched` arrays are checked (and put back) after it, and an
@@ -138,16 +140,25 @@ class GuardedAdapter:
         return out
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
-        call = describe_call("gradients", ids, past_length, cotangent_h=describe_array(cotangent_h),
-                             cotangent_logits=describe_array(cotangent_logits))
+        call = describe_call(
+            "gradients",
+            ids,
+            past_length,
+            cotangent_h=describe_array(cotangent_h),
+            cotangent_logits=describe_array(cotangent_logits),
+        )
         self._need("gradients", call)
         if np.any(cotangent_logits):
             self._need("tied_head", "gradients(cotangent_logits != 0)")
         if not is_zero_offset(past_length):
             self._need("kv_cache", call)
-        return self._forward("gradients", (ids, past_length, cotangent_h, cotangent_logits), call,
-                             {"ids": ids, "cotangent_h": cotangent_h, "cotangent_logits": cotangent_logits},
-                             answer="gradients")
+        return self._forward(
+            "gradients",
+            (ids, past_length, cotangent_h, cotangent_logits),
+            call,
+            {"ids": ids, "cotangent_h": cotangent_h, "cotangent_logits": cotangent_logits},
+            answer="gradients",
+        )
 
     def __getattr__(self, name):  # anything else (an adapter's own switches) is the adapter's
         return getattr(self._inner, name)
@@ -163,8 +174,10 @@ class GuardedFactory:
     def __call__(self, config: AdapterConfig) -> GuardedAdapter:
         for requirement in (f"size:{config.n_embd}", f"dtype:{config.dtype}", f"device:{config.device}"):
             if not self._caps.claims(requirement):
-                raise SuiteError(f"the suite asked for an adapter with {requirement}, which the adapter does "
-                                 "not claim (a bug in the suite)")
+                raise SuiteError(
+                    f"the suite asked for an adapter with {requirement}, which the adapter does "
+                    "not claim (a bug in the suite)"
+                )
         try:
             instance = self._factory(config)
         except Exception as exc:

@@ -68,15 +68,17 @@ def pytest_collection_modifyitems(config, items):
     for item in suite_items:
         spec.clause(item.get_closest_marker("clause").args[0])  # unknown IDs fail loudly
     if suite_items and config._gpt2c_factory is None:
-        raise pytest.UsageError("gpt2-conformance: the suite needs --gpt2c-backend NAME or --gpt2c-adapter "
-                                "package.module:factory (gpt2-conformance list names the backends)")
+        raise pytest.UsageError(
+            "gpt2-conformance: the suite needs --gpt2c-backend NAME or --gpt2c-adapter "
+            "package.module:factory (gpt2-conformance list names the backends)"
+        )
     cases = config.getoption("--gpt2c-case", None) or []
     if cases and suite_items:
         _keep_cases(config, items, cases)
 
 
 def _closest_cases(case: str, nodeids: list[str]) -> str:
-    """"; did you mean ...?" among the same test's cases (or all tests), else where to copy one from."""
+    """ "; did you mean ...?" among the same test's cases (or all tests), else where to copy one from."""
     function = case.split("[")[0]
     same_test = [n for n in nodeids if n.split("[")[0] == function or n.split("[")[0].endswith("/" + function)]
     close = difflib.get_close_matches(case, same_test or nodeids, n=3, cutoff=0.3 if same_test else 0.6)
@@ -90,20 +92,26 @@ def _closest_cases(case: str, nodeids: list[str]) -> str:
 def _keep_cases(config, items, cases: list[str]) -> None:
     """--gpt2c-case NODEID: only those tests (a node id as the reports write it, relative to the
     suite's folder), so one FAIL of a report replays alone, with the same draws."""
+
     def wanted(nodeid, case):
         return nodeid == case or nodeid.endswith("/" + case)
 
     unknown = [c for c in cases if not any(wanted(i.nodeid, c) for i in items)]
     if unknown and "[" not in unknown[0]:
-        cases_of = [i.nodeid.rsplit("/", 1)[-1] for i in items
-                    if "[" in i.nodeid and wanted(i.nodeid.split("[")[0], unknown[0])]
+        cases_of = [
+            i.nodeid.rsplit("/", 1)[-1] for i in items if "[" in i.nodeid and wanted(i.nodeid.split("[")[0], unknown[0])
+        ]
         if cases_of:  # a parametrised test: one of its cases is a test, the function alone is not
             shown = ", ".join(map(repr, cases_of[:4])) + (f" ... ({len(cases_of)} cases)" if len(cases_of) > 4 else "")
-            raise pytest.UsageError(f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} is a parametrised test: name one of its "
-                                    f"cases, as a report's repro line does: {shown}")
+            raise pytest.UsageError(
+                f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} is a parametrised test: name one of its "
+                f"cases, as a report's repro line does: {shown}"
+            )
     if unknown:
-        raise pytest.UsageError(f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} names no test of the suite"
-                                + _closest_cases(unknown[0], [i.nodeid for i in items]))
+        raise pytest.UsageError(
+            f"{UNKNOWN_CASE_PREFIX}{unknown[0]!r} names no test of the suite"
+            + _closest_cases(unknown[0], [i.nodeid for i in items])
+        )
     keep = [i for i in items if any(wanted(i.nodeid, c) for c in cases)]
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
@@ -190,8 +198,9 @@ def pytest_runtest_makereport(item, call):
 
 def stale_waivers(config) -> list[str]:
     """Waivers whose clause ran and did not fail: the waiver file is out of date."""
-    return sorted(c for c in config._gpt2c_waivers
-                  if c in config._gpt2c_clauses_run and c not in config._gpt2c_waived_failed)
+    return sorted(
+        c for c in config._gpt2c_waivers if c in config._gpt2c_clauses_run and c not in config._gpt2c_waived_failed
+    )
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -201,8 +210,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("-", "gpt2-conformance waivers")
     terminalreporter.write_line(f"waived deviations (xfail): {', '.join(waived) or 'none'}")
     for clause in stale_waivers(config):
-        terminalreporter.write_line(f"STALE WAIVER: {clause} is waived ({config._gpt2c_waivers[clause].link}) but "
-                                    "did not fail: remove it from the waiver file")
+        terminalreporter.write_line(
+            f"STALE WAIVER: {clause} is waived ({config._gpt2c_waivers[clause].link}) but "
+            "did not fail: remove it from the waiver file"
+        )
 
 
 # len(sys.modules) when the suite last froze the collector's objects; None: nothing frozen
@@ -279,8 +290,13 @@ def pytest_report_header(config):
         from gpt2_conformance.golden import data
         from gpt2_conformance.runtime.strategies import MODE
 
-        draws = (f"thorough, seed {MODE.seed} (replay: --gpt2c-thorough --gpt2c-seed {MODE.seed})" if MODE.thorough
-                 else "default (derandomized)")
-        return [f"gpt2-conformance golden data: {data.describe(config.getoption('--gpt2c-checkpoint'))}",
-                f"gpt2-conformance draws: {draws}"]
+        draws = (
+            f"thorough, seed {MODE.seed} (replay: --gpt2c-thorough --gpt2c-seed {MODE.seed})"
+            if MODE.thorough
+            else "default (derandomized)"
+        )
+        return [
+            f"gpt2-conformance golden data: {data.describe(config.getoption('--gpt2c-checkpoint'))}",
+            f"gpt2-conformance draws: {draws}",
+        ]
     return None

@@ -24,6 +24,7 @@ class InputError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Options:
     """The option names of one route: each message names the option as the user typed it."""
+
     backend: str
     adapter: str
     checkpoint: str
@@ -51,9 +52,11 @@ def checkpoint(path: str, opts: Options) -> None:
     try:
         readers.load_checkpoint(path)
     except readers.CheckpointError as exc:
-        raise InputError(f"{opts.checkpoint} {exc}; give a GPT-2 checkpoint with float32 wte and wpe "
-                         f"(.safetensors, torch .bin, TF model.ckpt, .npz, .gguf), or leave {opts.checkpoint} out "
-                         "to use the shipped golden data") from None
+        raise InputError(
+            f"{opts.checkpoint} {exc}; give a GPT-2 checkpoint with float32 wte and wpe "
+            f"(.safetensors, torch .bin, TF model.ckpt, .npz, .gguf), or leave {opts.checkpoint} out "
+            "to use the shipped golden data"
+        ) from None
 
 
 def suite_dir() -> str:
@@ -70,17 +73,21 @@ def case(nodeid: str, opts: Options) -> None:
     suite_file = os.path.join(folder, os.path.basename(path))
     if not path.endswith(".py") or not name or not os.path.isfile(suite_file):
         files = sorted(f for f in os.listdir(folder) if f.startswith("test_") and f.endswith(".py"))
-        raise InputError(f"{opts.case} {nodeid!r}: not FILE::TEST of the suite, e.g. "
-                         f"'test_bounds.py::test_too_long_raises' (copy it from a report's repro line; files: "
-                         f"{', '.join(files)})")
+        raise InputError(
+            f"{opts.case} {nodeid!r}: not FILE::TEST of the suite, e.g. "
+            f"'test_bounds.py::test_too_long_raises' (copy it from a report's repro line; files: "
+            f"{', '.join(files)})"
+        )
     with open(suite_file, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     if name in tests:
         return
     close = difflib.get_close_matches(name, tests, n=1)
-    raise InputError(f"{opts.case} {nodeid!r}: {os.path.basename(suite_file)} has no test {name!r}"
-                     + (f"; did you mean {close[0]!r}?" if close else f"; its tests: {', '.join(tests)}"))
+    raise InputError(
+        f"{opts.case} {nodeid!r}: {os.path.basename(suite_file)} has no test {name!r}"
+        + (f"; did you mean {close[0]!r}?" if close else f"; its tests: {', '.join(tests)}")
+    )
 
 
 def backend(name: str, opts: Options) -> None:
@@ -92,12 +99,16 @@ def backend(name: str, opts: Options) -> None:
     if name in broken:
         raise InputError(f"{opts.backend} {name!r}: {broken[name]}")
     if name not in registry.available():
-        raise InputError(f"{opts.backend} {name!r}: unknown backend; available: {', '.join(registry.available())} "
-                         f"(or {opts.adapter} package.module:factory)")
+        raise InputError(
+            f"{opts.backend} {name!r}: unknown backend; available: {', '.join(registry.available())} "
+            f"(or {opts.adapter} package.module:factory)"
+        )
     lacking = registry.missing_framework(name)
     if lacking:
-        raise InputError(f"{opts.backend} {name!r} needs {lacking}, which is not installed: "
-                         f"{registry.install_command(registry.entry(name))}")
+        raise InputError(
+            f"{opts.backend} {name!r} needs {lacking}, which is not installed: "
+            f"{registry.install_command(registry.entry(name))}"
+        )
     missing = registry.adapter_missing(name)
     if missing:
         raise InputError(f"{opts.backend} {name!r}: {missing}")

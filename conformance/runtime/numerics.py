@@ -41,7 +41,7 @@ def float64_chunks(*arrays: np.ndarray, size: int = 1 << 20):
     them (fresh memory is slow on these machines)."""
     flats = [a.reshape(-1) for a in arrays]
     for start in range(0, flats[0].size, size):
-        yield tuple(f[start:start + size].astype(np.float64) for f in flats)
+        yield tuple(f[start : start + size].astype(np.float64) for f in flats)
 
 
 def float64_row_blocks(table: np.ndarray, rows: int = 1024):

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpt2_conformance.runtime.numerics import (UNIT_ROUNDOFF, float64_row_blocks, gamma, round_float64_to_dtype,
-                                              round_to_dtype, rounded_inputs_factor)
+from gpt2_conformance.runtime.numerics import (
+    UNIT_ROUNDOFF,
+    float64_row_blocks,
+    gamma,
+    round_float64_to_dtype,
+    round_to_dtype,
+    rounded_inputs_factor,
+)
 
 # The structural head check allows inputs rounded to bfloat16 (the coarsest a float32 matmul is
 # run in by default anywhere: TF32's 10-bit mantissas on recent GPUs, bfloat16 passes on TPUs):
@@ -23,7 +29,9 @@ def positions(seq_len: int, past_length: int) -> np.ndarray:
     return past_length + np.arange(seq_len)
 
 
-def embedding(wte: np.ndarray, wpe: np.ndarray, ids: np.ndarray, past_length: int, dtype: str = "float32") -> np.ndarray:
+def embedding(
+    wte: np.ndarray, wpe: np.ndarray, ids: np.ndarray, past_length: int, dtype: str = "float32"
+) -> np.ndarray:
     """h[b, t] = wte[ids[b, t]] + wpe[past_length + t].
 
     float32: the float32 sum, which is one IEEE addition (the expected value is exact).
@@ -71,9 +79,14 @@ def likely_head_precision(h: np.ndarray, wte: np.ndarray, logits: np.ndarray) ->
     d = h.shape[-1]
     factor = gamma(d, UNIT_ROUNDOFF["float32"]) + gamma(d, UNIT_ROUNDOFF["float64"])
     logits = np.asarray(logits, np.float64).reshape(h.shape[:-1] + (wte.shape[0],))
-    for fmt, what in (("tf32", "TF32 inputs (10-bit mantissas: a float32 matmul in TF32 mode, the default of "
-                                "TensorFlow and JAX on Ampere and newer GPUs, torch with allow_tf32)"),
-                      ("bfloat16", "bfloat16 inputs (7-bit mantissas: a matmul run in bfloat16)")):
+    for fmt, what in (
+        (
+            "tf32",
+            "TF32 inputs (10-bit mantissas: a float32 matmul in TF32 mode, the default of "
+            "TensorFlow and JAX on Ampere and newer GPUs, torch with allow_tf32)",
+        ),
+        ("bfloat16", "bfloat16 inputs (7-bit mantissas: a matmul run in bfloat16)"),
+    ):
         emulated, magnitude = _products(round_to_dtype(h, fmt), round_to_dtype(wte, fmt))
         if np.all(np.abs(logits - emulated) <= factor * magnitude):
             return f"; the errors fit {what}"
@@ -131,8 +144,9 @@ def gradient_bounds(wte, wpe, ids, past_length, cot_h, cot_logits, h, rows) -> t
     return k * abs_wte.astype(np.float64), k * abs_wpe.astype(np.float64)
 
 
-def gradients_within(wte, wpe, ids, past_length, cot_h, cot_logits, got_wte, got_wpe, h=None,
-                     block: int = 1024) -> bool:
+def gradients_within(
+    wte, wpe, ids, past_length, cot_h, cot_logits, got_wte, got_wpe, h=None, block: int = 1024
+) -> bool:
     """Whether (got_wte, got_wpe) lie within gradients()'s bounds, decided a block of wte rows at a
     time without the eight [V, d] float64 arrays gradients() builds (most of a second per call).
 
@@ -151,8 +165,9 @@ def gradients_within(wte, wpe, ids, past_length, cot_h, cot_logits, got_wte, got
     flat = ids.reshape(-1)
     cl_t = np.ascontiguousarray(cot_logits.reshape(-1, V).T, dtype=np.float64)  # [V, B*T]: row blocks contiguous
     ch = cot_h.reshape(-1, d).astype(np.float64)
-    h64 = (wte[ids].astype(np.float64) + wpe[pos][None].astype(np.float64) if h is None
-           else np.asarray(h, np.float64)).reshape(-1, d)
+    h64 = (
+        wte[ids].astype(np.float64) + wpe[pos][None].astype(np.float64) if h is None else np.asarray(h, np.float64)
+    ).reshape(-1, d)
     dh, abs_dh = ch.copy(), np.abs(ch)
     for start, stop, w64 in float64_row_blocks(wte, block):
         dh += cl_t[start:stop].T @ w64

@@ -57,8 +57,10 @@ def describe_change(name: str, saved: np.ndarray, now: np.ndarray, after: str, o
     index = first_index(differ)
     text, cols = _window(saved, index)
     was, now_values = _values(saved[index[:-1]][cols]), _values(now[index[:-1]][cols])
-    return (f"{name}[{text}]{of} was {was}, after {after} it is {now_values} "
-            f"({int(differ.sum())} of {differ.size} elements changed)")
+    return (
+        f"{name}[{text}]{of} was {was}, after {after} it is {now_values} "
+        f"({int(differ.sum())} of {differ.size} elements changed)"
+    )
 
 
 class SideEffectWatch:
@@ -66,7 +68,9 @@ class SideEffectWatch:
 
     def __init__(self):
         self.found: list[SideEffect] = []  # in the order they happened
-        self._outputs: list[tuple[str, str, np.ndarray, np.ndarray]] = []  # (what, its call, the caller's array, its copy)
+        self._outputs: list[
+            tuple[str, str, np.ndarray, np.ndarray]
+        ] = []  # (what, its call, the caller's array, its copy)
         self._tables: list[tuple[str, np.ndarray]] = []  # load_tables' arguments, as the caller holds them
 
     # -- arguments ------------------------------------------------------------------------
@@ -78,8 +82,11 @@ class SideEffectWatch:
         """Each argument is as it was passed; one the adapter wrote into is put back."""
         for name, (array, saved) in kept.items():
             if array.shape != saved.shape or not _same(array, saved):
-                self.found.append(SideEffect(f"{describe_change(name, saved, array, _method(call))}: the adapter "
-                                             "wrote into its input", call))
+                self.found.append(
+                    SideEffect(
+                        f"{describe_change(name, saved, array, _method(call))}: the adapter wrote into its input", call
+                    )
+                )
                 if array.flags.writeable and array.shape == saved.shape:
                     np.copyto(array, saved)
 
@@ -93,8 +100,9 @@ class SideEffectWatch:
             shared = shared or any(np.may_share_memory(array, a) for a in arrays)
             if not _same(array, saved):
                 change = describe_change(earlier, saved, array, _method(call), f" returned by {its_call}")
-                self.found.append(SideEffect(f"{change}: an answer returned earlier was overwritten (a reused "
-                                             "output buffer)", call))
+                self.found.append(
+                    SideEffect(f"{change}: an answer returned earlier was overwritten (a reused output buffer)", call)
+                )
                 changed.append((array, saved))
         if shared:  # the new answer is copied out before the earlier one is put back in its buffer
             arrays = [a.copy() for a in arrays]
@@ -104,8 +112,8 @@ class SideEffectWatch:
                 np.copyto(array, saved)
         names = [what] if len(arrays) == 1 else [f"{what}[{i}]" for i in range(len(arrays))]
         # the copies made here are the caller's alone: only arrays the adapter handed out are watched
-        kept = [] if shared else [(n, call, a, a.copy()) for n, a in zip(names, arrays)]
-        outputs = (self._outputs + kept)[-KEPT_OUTPUTS * max(len(arrays), 1):]
+        kept = [] if shared else [(n, call, a, a.copy()) for n, a in zip(names, arrays, strict=False)]
+        outputs = (self._outputs + kept)[-KEPT_OUTPUTS * max(len(arrays), 1) :]
         while len(outputs) > len(kept) and sum(entry[2].nbytes + entry[3].nbytes for entry in outputs) > KEPT_BYTES:
             outputs.pop(0)
         self._outputs = outputs
@@ -125,9 +133,12 @@ class SideEffectWatch:
     def check_row(self, kept: list, index, call: str) -> None:
         for name, table, saved in kept:
             if not _same(table[index], saved):
-                change = describe_change(f"{name}[{index}]", saved, table[index], _method(call), " passed to load_tables")
-                self.found.append(SideEffect(f"{change}: load_tables kept the caller's array instead of copying it",
-                                             call))
+                change = describe_change(
+                    f"{name}[{index}]", saved, table[index], _method(call), " passed to load_tables"
+                )
+                self.found.append(
+                    SideEffect(f"{change}: load_tables kept the caller's array instead of copying it", call)
+                )
                 if table.flags.writeable:
                     table[index] = saved
 
@@ -138,7 +149,7 @@ def _values(a: np.ndarray) -> str:
 
 
 def _method(call: str) -> str:
-    """"embed()" for "embed(ids=..., past_length=5)": the message's verb; the whole call ends it."""
+    """ "embed()" for "embed(ids=..., past_length=5)": the message's verb; the whole call ends it."""
     return call.partition("(")[0] + "()"
 
 

@@ -96,6 +96,10 @@ def normal_tests(values: np.ndarray, std: float) -> list[StatResult]:
         StatResult("mean", z_mean, Z_TWO_SIDED, f"mean {mean:.3g}, z {z_mean:.2f}"),
         StatResult("std", z_var, Z_TWO_SIDED, f"std {math.sqrt(var):.5g} vs {std}, z {z_var:.2f}"),
         StatResult("normality (KS)", ks, ks_limit, f"KS distance {ks:.4g} on {m} values"),
-        StatResult("tail mass > 3 std", z_tail, Z_TWO_SIDED,
-                   f"{tail} of {n} beyond 3 std, expected {n * TAIL_P:.0f}, z {z_tail:.2f}"),
+        StatResult(
+            "tail mass > 3 std",
+            z_tail,
+            Z_TWO_SIDED,
+            f"{tail} of {n} beyond 3 std, expected {n * TAIL_P:.0f}, z {z_tail:.2f}",
+        ),
     ]

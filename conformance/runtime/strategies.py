@@ -67,15 +67,30 @@ def batch_and_length(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_l
         tiers += [st.integers(max(min_batch, 17), max_batch), st.just(max_batch)]
     batch = draw(st.one_of(*tiers))
     cap = max_len if batch <= 3 else min(max_len, 64 if batch <= 16 else 8)
-    seq_len = draw(st.one_of(st.just(1), st.integers(1, min(16, cap)), st.integers(1, min(64, cap)),
-                             st.sampled_from([cap, max(cap - 1, 1)]), st.integers(1, cap)))
+    seq_len = draw(
+        st.one_of(
+            st.just(1),
+            st.integers(1, min(16, cap)),
+            st.integers(1, min(64, cap)),
+            st.sampled_from([cap, max(cap - 1, 1)]),
+            st.integers(1, cap),
+        )
+    )
     return batch, seq_len
 
 
 @st.composite
-def embed_inputs(draw, max_batch: int = MAX_BATCH, min_batch: int = 1, max_len: int = N_CTX,
-                 cached: bool | None = None, dtype=np.int64, max_position: int = LAST_POSITION,
-                 max_past: int = N_CTX, layouts: bool = True):
+def embed_inputs(
+    draw,
+    max_batch: int = MAX_BATCH,
+    min_batch: int = 1,
+    max_len: int = N_CTX,
+    cached: bool | None = None,
+    dtype=np.int64,
+    max_position: int = LAST_POSITION,
+    max_past: int = N_CTX,
+    layouts: bool = True,
+):
     """(ids [B, T], past_length) with 1 <= T and past_length + T - 1 <= max_position. cached=True
     forces past_length > 0, False forces 0, None draws either; a test drawing cached inputs
     needs kv_cache claimed. T = 0 is SHAPE-EMPTY's alone, so one empty-sequence bug fails one
@@ -103,8 +118,7 @@ def out_of_range_positions(draw, cached: bool = True):
         return draw(st.one_of(st.just(N_CTX + 1), st.integers(N_CTX + 1, 2 * N_CTX))), 0
     seq_len = draw(st.one_of(st.just(1), st.integers(1, 8), st.integers(1, N_CTX + 8)))
     first_bad = max(N_CTX - seq_len + 1, 0)
-    past = draw(st.one_of(st.just(first_bad), st.integers(first_bad, first_bad + 4),
-                          st.integers(first_bad, 10**6)))
+    past = draw(st.one_of(st.just(first_bad), st.integers(first_bad, first_bad + 4), st.integers(first_bad, 10**6)))
     return seq_len, past
 
 
@@ -114,8 +128,13 @@ def ids_with_one_bad(draw, dtype=np.int64):
     batch, seq_len = draw(st.integers(1, 3)), draw(st.integers(1, 12))
     ids = draw(hnp.arrays(dtype, (batch, seq_len), elements=token_ids))
     info = np.iinfo(dtype)
-    bad = draw(st.one_of(st.sampled_from([b for b in EDGE_BAD_IDS if info.min <= b <= info.max]),
-                         st.integers(N_VOCAB, info.max), st.integers(info.min, -1)))
+    bad = draw(
+        st.one_of(
+            st.sampled_from([b for b in EDGE_BAD_IDS if info.min <= b <= info.max]),
+            st.integers(N_VOCAB, info.max),
+            st.integers(info.min, -1),
+        )
+    )
     where = (draw(st.integers(0, batch - 1)), draw(st.integers(0, seq_len - 1)))
     ids = ids.copy()
     ids[where] = bad
@@ -127,8 +146,6 @@ def chunk_splits(draw, seq_len: int):
     """Sorted split points strictly inside (0, seq_len); may be empty (no split)."""
     points = draw(st.lists(st.integers(1, max(seq_len - 1, 1)), max_size=6, unique=True))
     return sorted(p for p in points if 0 < p < seq_len)
-
-
 
 
 @dataclass
@@ -163,10 +180,20 @@ def suite_settings(max_examples: int = 25):
     # without the shrink phase a test that fails still fails (its first failing example is
     # replayed and raised), only sooner: shrinking is most of a failing implementation's run
     phases = tuple(Phase) if MODE.shrink else without_shrinking(Phase)
-    chosen = settings(max_examples=examples, derandomize=not MODE.thorough, database=None, deadline=None,
-                      print_blob=False, phases=phases,
-                      suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                             HealthCheck.data_too_large, HealthCheck.large_base_example])
+    chosen = settings(
+        max_examples=examples,
+        derandomize=not MODE.thorough,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        phases=phases,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )
     if not MODE.thorough:
         return chosen
     return lambda test: seed(MODE.seed)(chosen(test))

@@ -43,8 +43,12 @@ def rounded_tables(n_embd: int, dtype: str, seed: int = TABLE_SEED) -> tuple[np.
     from gpt2_conformance.runtime.numerics import round_to_dtype
 
     first = round_to_dtype(_first_values(seed), dtype)
-    return _kept_on_disk(f"{n_embd}-{seed}-{dtype}", n_embd, first,
-                         lambda: tuple(round_to_dtype(t, dtype) for t in random_tables(n_embd, seed)))
+    return _kept_on_disk(
+        f"{n_embd}-{seed}-{dtype}",
+        n_embd,
+        first,
+        lambda: tuple(round_to_dtype(t, dtype) for t in random_tables(n_embd, seed)),
+    )
 
 
 def golden_standin_wte(golden, fill: np.ndarray) -> np.ndarray:
@@ -63,16 +67,18 @@ def golden_standin_wte(golden, fill: np.ndarray) -> np.ndarray:
         if row * n_embd + col < CHECKED_VALUES:
             first[row * n_embd + col] = np.uint32(bits).view(np.float32)
     wpe = random_tables(n_embd)[1]  # a stand-in file pair needs a wpe: the suite's (never read)
-    return _kept_on_disk(f"{n_embd}-{TABLE_SEED}-golden-{digest}", n_embd, first,
-                         lambda: (standin_wte(golden, fill), np.array(wpe)))[0]
+    return _kept_on_disk(
+        f"{n_embd}-{TABLE_SEED}-golden-{digest}", n_embd, first, lambda: (standin_wte(golden, fill), np.array(wpe))
+    )[0]
 
 
 def _kept_on_disk(key: str, n_embd: int, first_values: np.ndarray, make) -> tuple[np.ndarray, np.ndarray]:
     """The tables `make()` returns, read back from this user's cache folder where a file for
     `key` holds them (its shape, dtype and first values checked), else made and written there."""
     folder = machine.private_cache_folder("tables")
-    names = [os.path.join(folder, f"{table}-{key}-numpy{np.__version__}.npy") for table in ("wte", "wpe")
-             ] if folder else []
+    names = (
+        [os.path.join(folder, f"{table}-{key}-numpy{np.__version__}.npy") for table in ("wte", "wpe")] if folder else []
+    )
     tables = _read(names, n_embd, first_values) if names else None
     if tables is None:
         tables = make()
@@ -101,8 +107,11 @@ def _read(names: list[str], n_embd: int, first_values: np.ndarray) -> tuple[np.n
         wte, wpe = (np.load(name, mmap_mode="r").view(np.ndarray) for name in names)
     except (OSError, ValueError):
         return None
-    if (wte.shape, wpe.shape) != ((gpt2.N_VOCAB, n_embd), (gpt2.N_CTX, n_embd)) or \
-            wte.dtype != np.float32 or wpe.dtype != np.float32:
+    if (
+        (wte.shape, wpe.shape) != ((gpt2.N_VOCAB, n_embd), (gpt2.N_CTX, n_embd))
+        or wte.dtype != np.float32
+        or wpe.dtype != np.float32
+    ):
         return None
     if not np.array_equal(wte.reshape(-1)[:CHECKED_VALUES], first_values):
         return None
@@ -112,6 +121,6 @@ def _read(names: list[str], n_embd: int, first_values: np.ndarray) -> tuple[np.n
 def _write(names: list[str], tables: tuple[np.ndarray, np.ndarray]) -> None:
     """Each file whole or not at all (machine.replace_atomically); a refused one (a full disk) is
     drawn again by the next process."""
-    for name, table in zip(names, tables):
+    for name, table in zip(names, tables, strict=False):
         if not machine.replace_atomically(name, lambda f, table=table: np.save(f, table)):
             return

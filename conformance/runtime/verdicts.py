@@ -11,9 +11,8 @@ import traceback
 from gpt2_conformance.results import SUITE_ERROR_PREFIX
 from gpt2_conformance.runtime.guard import SuiteError, call_of, raised_by_adapter
 
-
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its error messages
-_FRAMEWORK_NOISE = ("Traceback", "File \"", "Stack trace", "Exception encountered when calling")
+_FRAMEWORK_NOISE = ("Traceback", 'File "', "Stack trace", "Exception encountered when calling")
 
 
 def _first_line(exc: BaseException, limit: int | None = 500) -> str:
@@ -45,7 +44,7 @@ def _is_verdict(exc: BaseException) -> bool:
     implementation flaky): the implementation's result, judged."""
     import hypothesis.errors
 
-    return (isinstance(exc, (AssertionError, hypothesis.errors.Flaky)) or type(exc).__name__ == "Failed")
+    return isinstance(exc, (AssertionError, hypothesis.errors.Flaky)) or type(exc).__name__ == "Failed"
 
 
 def classify(excinfo) -> tuple[str, str]:
@@ -61,5 +60,8 @@ def classify(excinfo) -> tuple[str, str]:
             return "failed", f"adapter raised {type(exc).__name__}{_where(exc)}: {_first_line(exc)} [{call_of(exc)}]"
         if _is_verdict(exc):
             return "failed", _shortened(_first_line(exc, limit=None))
-    return "error", f"{SUITE_ERROR_PREFIX}{type(exc).__name__}{_where(exc)}: {_first_line(exc)} (the suite's own " \
-                    "failure, not the implementation's)"
+    return (
+        "error",
+        f"{SUITE_ERROR_PREFIX}{type(exc).__name__}{_where(exc)}: {_first_line(exc)} (the suite's own "
+        "failure, not the implementation's)",
+    )

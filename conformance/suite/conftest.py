@@ -2,10 +2,25 @@
 are the entry point's (gpt2_conformance/pytest_plugin.py), which imports nothing, so a project
 that merely has the suite installed pays nothing for it."""
 
-from gpt2_conformance.runtime.fixtures import (adapter, adapter_factory, capabilities, device,  # noqa: F401
-                                               golden_tables, rounded_tables, make_adapter, tables)
-from gpt2_conformance.runtime.hooks import (pytest_collection_finish, pytest_collection_modifyitems, pytest_configure,  # noqa: F401
-                                            pytest_report_header, pytest_runtest_call, pytest_runtest_logfinish,
-                                            pytest_runtest_makereport,
-                                            pytest_runtest_setup, pytest_sessionfinish,
-                                            pytest_terminal_summary)
+from gpt2_conformance.runtime.fixtures import (  # noqa: F401
+    adapter,
+    adapter_factory,
+    capabilities,
+    device,
+    golden_tables,
+    make_adapter,
+    rounded_tables,
+    tables,
+)
+from gpt2_conformance.runtime.hooks import (  # noqa: F401
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_report_header,
+    pytest_runtest_call,
+    pytest_runtest_logfinish,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)

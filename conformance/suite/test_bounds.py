@@ -10,18 +10,25 @@ from hypothesis import given
 from gpt2_conformance import spec
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig
-from gpt2_conformance.runtime.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_raises,
-                                    assert_shape, changed_row, describe_call)
+from gpt2_conformance.runtime.assertions import (
+    as_array,
+    assert_bitwise_equal,
+    assert_moves_exactly_at,
+    assert_raises,
+    assert_shape,
+    changed_row,
+    describe_call,
+)
 from gpt2_conformance.runtime.hooks import skip_unless_buildable, skip_unless_claimed
 from gpt2_conformance.runtime.strategies import ids_with_one_bad, out_of_range_positions, suite_settings
-
 
 PROBE = np.array([[0, gpt2.N_VOCAB - 1]])  # a valid call, asked before and after each error
 
 
 def _answer_before(adapter):
-    return assert_shape(adapter.embed(PROBE, 0), PROBE.shape + (gpt2.N_EMBD_SMALL,), describe_call("embed", PROBE, 0),
-                        "h").copy()
+    return assert_shape(
+        adapter.embed(PROBE, 0), PROBE.shape + (gpt2.N_EMBD_SMALL,), describe_call("embed", PROBE, 0), "h"
+    ).copy()
 
 
 def _still_works(adapter, before, why):
@@ -31,8 +38,11 @@ def _still_works(adapter, before, why):
     is LOOKUP-NO-DROPOUT's: "as before" is judged only where two answers after the error agree."""
     call = describe_call("embed", PROBE, 0) + f" after {why}"
     after = as_array(adapter.embed(PROBE, 0), call)
-    if after.shape == before.shape and after.dtype == before.dtype and \
-            not np.array_equal(after.view(np.uint8), before.view(np.uint8)):
+    if (
+        after.shape == before.shape
+        and after.dtype == before.dtype
+        and not np.array_equal(after.view(np.uint8), before.view(np.uint8))
+    ):
         again = as_array(adapter.embed(PROBE, 0), call)
         if not np.array_equal(np.asarray(again).view(np.uint8), after.view(np.uint8)):
             return  # not deterministic: no answer to compare with (LOOKUP-NO-DROPOUT says so)
@@ -71,8 +81,9 @@ def test_too_long_raises(adapter, case):
     seq_len, past = case
     ids = np.zeros((1, seq_len), np.int64)
     before = _answer_before(adapter)
-    assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
-                  f"position {past + seq_len - 1} >= 1024")
+    assert_raises(
+        lambda: adapter.embed(ids, past), describe_call("embed", ids, past), f"position {past + seq_len - 1} >= 1024"
+    )
     _still_works(adapter, before, "the error")
 
 
@@ -85,8 +96,9 @@ def test_cache_overflow_raises(adapter, capabilities, case):
     seq_len, past = case
     ids = np.ones((2, seq_len), np.int64)
     before = _answer_before(adapter)
-    assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
-                  f"position {past + seq_len - 1} >= 1024")
+    assert_raises(
+        lambda: adapter.embed(ids, past), describe_call("embed", ids, past), f"position {past + seq_len - 1} >= 1024"
+    )
     _still_works(adapter, before, "the error")
 
 
@@ -115,7 +127,9 @@ def _sentinel_cases():
             info = np.iinfo(dtype)
             if all(info.min <= v <= info.max for v in values):
                 for step in ("prefill", "cached decode"):
-                    yield pytest.param(values, dtype, step, id=f"{name.replace(' ', '')}-{dtype.__name__}-{step.replace(' ', '-')}")
+                    yield pytest.param(
+                        values, dtype, step, id=f"{name.replace(' ', '')}-{dtype.__name__}-{step.replace(' ', '-')}"
+                    )
 
 
 DECODE_PAST = 37  # the cached decode step's past_length
@@ -138,8 +152,11 @@ def test_sentinel_ids_raise(adapter, capabilities, values, dtype, step):
         in_batch = valid.copy()
         in_batch[1, -1] = value
         for ids in (alone, in_batch):
-            assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
-                          f"token id {value} is a marker, not a row of wte [0, 50257)")
+            assert_raises(
+                lambda ids=ids: adapter.embed(ids, past),
+                describe_call("embed", ids, past),
+                f"token id {value} is a marker, not a row of wte [0, 50257)",
+            )
     _still_works(adapter, before, "the sentinel ids")
 
 
@@ -148,19 +165,26 @@ def test_sentinel_ids_raise(adapter, capabilities, values, dtype, step):
 def test_bad_past_length_raises(adapter, past):
     """past_length must be an integer >= 0 (not a float, not a bool)."""
     ids = np.zeros((1, 3), np.int64)
-    assert_raises(lambda: adapter.embed(ids, past), describe_call("embed", ids, past),
-                  "past_length must be an integer >= 0")
+    assert_raises(
+        lambda: adapter.embed(ids, past), describe_call("embed", ids, past), "past_length must be an integer >= 0"
+    )
 
 
 @pytest.mark.clause("BOUNDS-INPUT")
-@pytest.mark.parametrize("ids", [
-    np.zeros((1, 3), np.float32), np.zeros((1, 3), np.float64), np.zeros((1, 3), bool),
-    np.zeros(3, np.int64), np.zeros((1, 1, 3), np.int64)],
-    ids=["float32", "float64", "bool", "rank1", "rank3"])
+@pytest.mark.parametrize(
+    "ids",
+    [
+        np.zeros((1, 3), np.float32),
+        np.zeros((1, 3), np.float64),
+        np.zeros((1, 3), bool),
+        np.zeros(3, np.int64),
+        np.zeros((1, 1, 3), np.int64),
+    ],
+    ids=["float32", "float64", "bool", "rank1", "rank3"],
+)
 def test_malformed_ids_raise(adapter, ids):
     """ids are an integer [B, T] array: float/bool dtypes and other ranks raise."""
-    assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0),
-                  "ids must be integer [B, T]")
+    assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0), "ids must be integer [B, T]")
 
 
 @pytest.mark.clause("BOUNDS-MESSAGE")
@@ -177,5 +201,7 @@ def test_error_names_value_and_rule(adapter, case):
     text = str(exc)
     if not isinstance(exc, (IndexError, ValueError)) or str(value) not in text or str(limit) not in text:
         quoted = (text.strip().splitlines() or [""])[0][:200]  # frameworks put whole stack traces in messages
-        raise AssertionError(f"raised {type(exc).__name__}({quoted!r}), but should raise IndexError or ValueError "
-                             f"naming the value {value} and the table size {limit} [{call}]")
+        raise AssertionError(
+            f"raised {type(exc).__name__}({quoted!r}), but should raise IndexError or ValueError "
+            f"naming the value {value} and the table size {limit} [{call}]"
+        )

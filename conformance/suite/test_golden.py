@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 
 from gpt2_conformance.api import gpt2
-from gpt2_conformance.api.machine import zero_table
-
-from gpt2_conformance.runtime import oracle
 from gpt2_conformance.api.adapter import AdapterConfig
-from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
+from gpt2_conformance.api.machine import zero_table
 from gpt2_conformance.golden import digests
+from gpt2_conformance.results import UNAVAILABLE_PREFIX
+from gpt2_conformance.runtime import oracle
+from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
 from gpt2_conformance.runtime.guard import SuiteError
 from gpt2_conformance.runtime.hooks import skip_unless_buildable, skip_unless_claimed
-from gpt2_conformance.results import UNAVAILABLE_PREFIX
 
 H_SEQUENCES = ["wte_rows_0_4", "eot_neighbours", "printed_h", "eot"]  # ids with known wte values
 OFFSETS = ["first", "second", "middle", "last"]  # index into a sequence's offsets: 0, 1, 511, 1024 - T
@@ -57,15 +56,20 @@ def _check_elements(h: np.ndarray, expected: list, call: str, describe) -> None:
     bad = []
     for t, col, value, tol, rec in expected:
         got = h[0, t, col]
-        ok = (np.float32(got).view(np.uint32) == np.float32(value).view(np.uint32)) if tol == 0 \
+        ok = (
+            (np.float32(got).view(np.uint32) == np.float32(value).view(np.uint32))
+            if tol == 0
             else abs(float(got) - value) <= tol
+        )
         if not ok:
             bad.append((t, col, got, value, tol, rec))
     if bad:
         t, col, got, value, tol, rec = bad[0]
         precision = "bit for bit" if tol == 0 else f"+- {tol:.3g}"
-        raise AssertionError(f"h[0, {t}, {col}]={float(got):.9g} but should be {value:.9g} {precision} "
-                             f"({describe(rec)}); {len(bad)} of {len(expected)} golden elements differ [{call}]")
+        raise AssertionError(
+            f"h[0, {t}, {col}]={float(got):.9g} but should be {value:.9g} {precision} "
+            f"({describe(rec)}); {len(bad)} of {len(expected)} golden elements differ [{call}]"
+        )
 
 
 @pytest.mark.clause("GOLDEN-TABLES-ROUNDTRIP")
@@ -98,14 +102,20 @@ def test_wpe_rows(zero_wte_adapter, golden_tables, capabilities, offset):
         diff = digests.compare(np.asarray(h[0], np.float32), real)
         if not diff.identical:
             i, j = diff.first_index
-            raise AssertionError(f"h[0, {i}, {j}]={diff.first_value!r} but the real GPT-2 wpe[{past + i}, {j}] is "
-                                 f"{diff.first_reference!r}; {diff.n_differ} of {diff.n_total} elements "
-                                 f"differ, max |diff| {diff.max_abs_diff:.3g} [{call}]")
+            raise AssertionError(
+                f"h[0, {i}, {j}]={diff.first_value!r} but the real GPT-2 wpe[{past + i}, {j}] is "
+                f"{diff.first_reference!r}; {diff.n_differ} of {diff.n_total} elements "
+                f"differ, max |diff| {diff.max_abs_diff:.3g} [{call}]"
+            )
     assert_bitwise_equal(h, real[None], call, note="the real GPT-2 wpe row past_length + t")
-    printed = [(k.row - past, k.col, float(k.value) if k.exact else float(k.text), k.abs_tol, k)
-               for k in golden.wpe_printed if past <= k.row < past + ids.shape[1]]
-    _check_elements(h, printed, call, lambda k: f"wpe[{k.row}][{k.col}] printed as {k.text} by "
-                                                f"{golden.sources[k.sources[0]][:80]}")
+    printed = [
+        (k.row - past, k.col, float(k.value) if k.exact else float(k.text), k.abs_tol, k)
+        for k in golden.wpe_printed
+        if past <= k.row < past + ids.shape[1]
+    ]
+    _check_elements(
+        h, printed, call, lambda k: f"wpe[{k.row}][{k.col}] printed as {k.text} by {golden.sources[k.sources[0]][:80]}"
+    )
 
 
 @pytest.mark.clause("GOLDEN-H")
@@ -124,8 +134,14 @@ def test_golden_h(golden_adapter, golden_tables, capabilities, sequence, offset)
         raise SuiteError(f"the golden data has no h for {seq.name} at past_length {past}")
     expected = [(g.t, g.col, g.value, g.abs_tol, g) for g in records]
     known = {(k.row, k.col): k for k in golden.wte_known}
-    _check_elements(h, expected, call, lambda g: f"golden: wte[{g.token_id}][{g.col}] = "
-                                                 f"{known[g.token_id, g.col].text} + real wpe[{g.position}][{g.col}]")
+    _check_elements(
+        h,
+        expected,
+        call,
+        lambda g: (
+            f"golden: wte[{g.token_id}][{g.col}] = {known[g.token_id, g.col].text} + real wpe[{g.position}][{g.col}]"
+        ),
+    )
 
 
 @pytest.mark.clause("GOLDEN-DECODE")
@@ -149,9 +165,15 @@ def test_logits_real_h(golden_adapter, golden_tables):
     seq = golden_tables.golden.sequence("wte_rows_0_4")
     ids = np.array([seq.ids], np.int64)
     rows = [0, 1, 2, gpt2.N_CTX - 2, gpt2.N_CTX - 1]
-    h = np.concatenate([oracle.embedding(golden_tables.wte, golden_tables.wpe, ids, 0),
-                        golden_tables.wpe[rows][None]]).astype(np.float32)
+    h = np.concatenate(
+        [oracle.embedding(golden_tables.wte, golden_tables.wpe, ids, 0), golden_tables.wpe[rows][None]]
+    ).astype(np.float32)
     expected, bound = oracle.tied_logits(h, golden_tables.wte, inputs=oracle.STRUCTURAL_INPUTS)
     call = describe_call("logits", h_final=f"float32{list(h.shape)}: h of {list(seq.ids)} and wpe rows {rows}")
-    assert_within(as_logits(golden_adapter.logits(h), h, call), expected, bound, call,
-                  rule=f"the head is the golden wte: {oracle.STRUCTURAL_INPUTS}-input bound")
+    assert_within(
+        as_logits(golden_adapter.logits(h), h, call),
+        expected,
+        bound,
+        call,
+        rule=f"the head is the golden wte: {oracle.STRUCTURAL_INPUTS}-input bound",
+    )

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from gpt2_conformance.api import gpt2
-
-from gpt2_conformance.runtime import stats
 from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.runtime import stats
 from gpt2_conformance.runtime.hooks import skip_unless_buildable
 
 SEED, OTHER_SEED = 1234, 4321
@@ -36,8 +35,11 @@ def _check(table, std, name):
     results = stats.normal_tests(np.asarray(table), std)
     failed = [r for r in results if not r.passed]
     if failed:
-        raise AssertionError(f"{name} is not N(0, {std}^2): " + "; ".join(map(str, failed))
-                             + f" (false-alarm rate {stats.ALPHA_PER_TEST:.1e} each) [init_tables(seed={SEED})]")
+        raise AssertionError(
+            f"{name} is not N(0, {std}^2): "
+            + "; ".join(map(str, failed))
+            + f" (false-alarm rate {stats.ALPHA_PER_TEST:.1e} each) [init_tables(seed={SEED})]"
+        )
 
 
 @pytest.mark.clause("INIT-WTE")
@@ -72,5 +74,7 @@ def test_tables_distinct(make_adapter, initialised):
     other = make_adapter(load=False)
     other.init_tables(OTHER_SEED)
     if np.array_equal(np.asarray(other.tables()[0]), initialised[0]):
-        raise AssertionError(f"wte is the same as after init_tables(seed={SEED}), but two seeds should give different "
-                             f"tables [init_tables(seed={OTHER_SEED})]")
+        raise AssertionError(
+            f"wte is the same as after init_tables(seed={SEED}), but two seeds should give different "
+            f"tables [init_tables(seed={OTHER_SEED})]"
+        )

@@ -15,12 +15,24 @@ from hypothesis import given
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.machine import zero_table
-
 from gpt2_conformance.runtime import oracle
-from gpt2_conformance.runtime.assertions import (as_array, assert_bitwise_equal, assert_moves_exactly_at, assert_shape, changed_row,
-                                    describe_call)
+from gpt2_conformance.runtime.assertions import (
+    as_array,
+    assert_bitwise_equal,
+    assert_moves_exactly_at,
+    assert_shape,
+    changed_row,
+    describe_call,
+)
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
-from gpt2_conformance.runtime.strategies import EDGE_IDS, LAYOUTS, RELATION_MAX_POSITION, embed_inputs, in_layout, suite_settings
+from gpt2_conformance.runtime.strategies import (
+    EDGE_IDS,
+    LAYOUTS,
+    RELATION_MAX_POSITION,
+    embed_inputs,
+    in_layout,
+    suite_settings,
+)
 
 D = gpt2.N_EMBD_SMALL
 
@@ -39,8 +51,9 @@ def test_exact_sum(adapter, tables, inputs):
     to 1024; offsets are POSITIONS-OFFSET's, which relates them to this full forward)."""
     ids, past = inputs
     expected = oracle.embedding(*tables, ids, past)
-    assert_bitwise_equal(adapter.embed(ids, past), expected, describe_call("embed", ids, past),
-                         note="wte[X] + wpe[past_length + t]")
+    assert_bitwise_equal(
+        adapter.embed(ids, past), expected, describe_call("embed", ids, past), note="wte[X] + wpe[past_length + t]"
+    )
 
 
 @pytest.mark.clause("LOOKUP-EXACT")
@@ -49,8 +62,12 @@ def test_exact_sum_in_every_layout(adapter, tables, layout):
     """The same, for ids in each memory layout callers pass (not left to the draws): a C
     extension that reads the buffer as C-contiguous scrambles the others."""
     ids = in_layout(_ids(np.random.default_rng(14), 3, 17), layout)
-    assert_bitwise_equal(adapter.embed(ids, 0), oracle.embedding(*tables, ids, 0), describe_call("embed", ids, 0),
-                         note=f"wte[X] + wpe[t], ids {layout}")
+    assert_bitwise_equal(
+        adapter.embed(ids, 0),
+        oracle.embedding(*tables, ids, 0),
+        describe_call("embed", ids, 0),
+        note=f"wte[X] + wpe[t], ids {layout}",
+    )
 
 
 def _row_lookup(table: np.ndarray) -> dict:
@@ -82,8 +99,10 @@ def test_no_scaling(make_adapter, tables, zeroed):
     other scale (whether h is exactly the right row is LOOKUP-EXACT's question; a term added to
     it is LOOKUP-NO-EXTRA's). The rows are scaled by 64 (exact in float32) to norms near 35, so a
     data-dependent rescale such as nn.Embedding(max_norm=1) shows too."""
-    wte, wpe = (zero_table(t.shape, np.float32) if name == zeroed else t * np.float32(64)
-                for name, t in zip(("wte", "wpe"), tables))
+    wte, wpe = (
+        zero_table(t.shape, np.float32) if name == zeroed else t * np.float32(64)
+        for name, t in zip(("wte", "wpe"), tables, strict=False)
+    )
     for table in (wte, wpe):
         table.flags.writeable = False  # the suite's own, like its tables (an adapter may keep them)
     kept, name = (wte, "wte") if zeroed == "wpe" else (wpe, "wpe")
@@ -98,8 +117,10 @@ def test_no_scaling(make_adapter, tables, zeroed):
         row = ids[b, t] if name == "wte" else t
         c = _factor(h[b, t].astype(np.float64), kept[row])
         if c is not None:
-            raise AssertionError(f"h[{b}, {t}] = {c:.6g} * {name}[{row}] (sqrt(d) = {np.sqrt(D):.6g}), but should be "
-                                 f"{name}[{row}] with no factor [{call}]")
+            raise AssertionError(
+                f"h[{b}, {t}] = {c:.6g} * {name}[{row}] (sqrt(d) = {np.sqrt(D):.6g}), but should be "
+                f"{name}[{row}] with no factor [{call}]"
+            )
 
 
 @pytest.mark.clause("LOOKUP-NO-EXTRA")
@@ -108,8 +129,12 @@ def test_zero_tables_give_zero(make_adapter):
     adapter = make_adapter(load=False)
     adapter.load_tables(zero_table((gpt2.N_VOCAB, D), np.float32), zero_table((gpt2.N_CTX, D), np.float32))
     ids = _ids(np.random.default_rng(2), 2, 7)
-    assert_bitwise_equal(adapter.embed(ids, 0), np.zeros(ids.shape + (D,), np.float32),
-                         describe_call("embed", ids, 0, tables="both zero"), note="nothing is added to the sum")
+    assert_bitwise_equal(
+        adapter.embed(ids, 0),
+        np.zeros(ids.shape + (D,), np.float32),
+        describe_call("embed", ids, 0, tables="both zero"),
+        note="nothing is added to the sum",
+    )
 
 
 def _dropout_signature(h: np.ndarray, expected: np.ndarray) -> str:
@@ -124,9 +149,11 @@ def _dropout_signature(h: np.ndarray, expected: np.ndarray) -> str:
     factor = float(np.median(h64[kept] / want[kept]))
     if not np.all(np.abs(h64[kept] - factor * want[kept]) <= 2.0**-20 * np.abs(factor * want[kept])):
         return ""
-    return (f"{int(dropped.sum())} of {dropped.size} elements of h are exactly 0 where wte[X] + wpe[t] is not, "
-            f"and the rest are the sum times {factor:.6g}: a dropout mask (p = {dropped.mean():.3f}) applied at "
-            "inference")
+    return (
+        f"{int(dropped.sum())} of {dropped.size} elements of h are exactly 0 where wte[X] + wpe[t] is not, "
+        f"and the rest are the sum times {factor:.6g}: a dropout mask (p = {dropped.mean():.3f}) applied at "
+        "inference"
+    )
 
 
 @pytest.mark.clause("LOOKUP-NO-DROPOUT")
@@ -174,8 +201,11 @@ def test_batch_rows_independent(adapter, capabilities, offset, inputs):
     batch = as_array(adapter.embed(ids, past), describe_call("embed", ids, past))  # its shape is SHAPE-H's
     for b in range(ids.shape[0]):
         alone = adapter.embed(ids[b : b + 1], past)
-        assert_bitwise_equal(alone, batch[b : b + 1].copy(),
-                             describe_call("embed", ids[b : b + 1], past) + f" alone vs row {b} of the batch")
+        assert_bitwise_equal(
+            alone,
+            batch[b : b + 1].copy(),
+            describe_call("embed", ids[b : b + 1], past) + f" alone vs row {b} of the batch",
+        )
 
 
 @pytest.mark.clause("LOOKUP-ID-DTYPES")
@@ -185,5 +215,6 @@ def test_integer_id_dtypes(adapter):
     ids64 = np.array([list(EDGE_IDS), list(reversed(EDGE_IDS))], dtype=np.int64)
     reference = assert_shape(adapter.embed(ids64, 0), ids64.shape + (D,), describe_call("embed", ids64, 0), "h")
     ids32 = ids64.astype(np.int32)
-    assert_bitwise_equal(adapter.embed(ids32, 0), reference.copy(), describe_call("embed", ids32, 0) +
-                         " vs the same ids as int64")
+    assert_bitwise_equal(
+        adapter.embed(ids32, 0), reference.copy(), describe_call("embed", ids32, 0) + " vs the same ids as int64"
+    )

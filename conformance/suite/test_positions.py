@@ -8,6 +8,8 @@ past_length comes in every valid form real code passes: a Python int, a numpy in
 from shape arithmetic, np.int32) and a 0-d integer array; each must act exactly as the int.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,7 +17,13 @@ from hypothesis import strategies as st
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.runtime.assertions import as_array, assert_bitwise_equal, assert_shape, describe_call
-from gpt2_conformance.runtime.strategies import RELATION_MAX_POSITION, chunk_splits, embed_inputs, in_layout, suite_settings
+from gpt2_conformance.runtime.strategies import (
+    RELATION_MAX_POSITION,
+    chunk_splits,
+    embed_inputs,
+    in_layout,
+    suite_settings,
+)
 
 LAST = RELATION_MAX_POSITION  # the highest position these clauses use
 D = gpt2.N_EMBD_SMALL
@@ -44,8 +52,12 @@ def test_offset_positions(adapter, inputs):
     ids, past = inputs
     full_ids = _prefixed(ids, past)
     full = assert_shape(adapter.embed(full_ids, 0), full_ids.shape + (D,), describe_call("embed", full_ids, 0), "h")
-    assert_bitwise_equal(adapter.embed(ids, past), full[:, past:].copy(), describe_call("embed", ids, past) +
-                         f" vs rows {past}.. of the full forward", note=f"position {past} + t")
+    assert_bitwise_equal(
+        adapter.embed(ids, past),
+        full[:, past:].copy(),
+        describe_call("embed", ids, past) + f" vs rows {past}.. of the full forward",
+        note=f"position {past} + t",
+    )
 
 
 @pytest.mark.clause("POSITIONS-OFFSET")
@@ -56,8 +68,12 @@ def test_past_length_forms(adapter, form, past):
     ids = np.random.default_rng(past).integers(0, gpt2.N_VOCAB, (2, 1))
     as_int = assert_shape(adapter.embed(ids, past), ids.shape + (D,), describe_call("embed", ids, past), "h")
     value = PAST_LENGTH_FORMS[form](past)
-    assert_bitwise_equal(adapter.embed(ids, value), as_int.copy(), describe_call("embed", ids, value) +
-                         f" vs past_length={past} (int)", note=f"past_length as {form}")
+    assert_bitwise_equal(
+        adapter.embed(ids, value),
+        as_int.copy(),
+        describe_call("embed", ids, value) + f" vs past_length={past} (int)",
+        note=f"past_length as {form}",
+    )
 
 
 @pytest.mark.clause("POSITIONS-DECODE")
@@ -69,13 +85,19 @@ def test_token_by_token_decode(adapter, prefill, steps, layout):
     ids = np.random.default_rng(6).integers(0, gpt2.N_VOCAB, (2, prefill + steps))
     full = assert_shape(adapter.embed(ids, 0), ids.shape + (D,), describe_call("embed", ids, 0), "h")
     if prefill:
-        assert_bitwise_equal(adapter.embed(ids[:, :prefill], 0), full[:, :prefill].copy(),
-                             describe_call("embed", ids[:, :prefill], 0) + " prefill")
+        assert_bitwise_equal(
+            adapter.embed(ids[:, :prefill], 0),
+            full[:, :prefill].copy(),
+            describe_call("embed", ids[:, :prefill], 0) + " prefill",
+        )
     viewed = in_layout(ids, layout)
     for t in range(prefill, prefill + steps):
         step_ids = viewed[:, t : t + 1]
-        assert_bitwise_equal(adapter.embed(step_ids, t), full[:, t : t + 1].copy(),
-                             describe_call("embed", step_ids, t) + f" decode step vs full forward row {t}")
+        assert_bitwise_equal(
+            adapter.embed(step_ids, t),
+            full[:, t : t + 1].copy(),
+            describe_call("embed", step_ids, t) + f" decode step vs full forward row {t}",
+        )
 
 
 @pytest.mark.clause("POSITIONS-CHUNKED")
@@ -87,10 +109,13 @@ def test_chunked_prefill(adapter, data, seq_len):
     splits = data.draw(chunk_splits(seq_len), label="splits")
     full = assert_shape(adapter.embed(ids, 0), ids.shape + (D,), describe_call("embed", ids, 0), "h")
     bounds = [0, *splits, seq_len]
-    for start, stop in zip(bounds, bounds[1:]):
+    for start, stop in itertools.pairwise(bounds):
         chunk = adapter.embed(ids[:, start:stop], start)
-        assert_bitwise_equal(chunk, full[:, start:stop].copy(), describe_call("embed", ids[:, start:stop], start) +
-                             f" chunk {start}:{stop} of splits {splits}")
+        assert_bitwise_equal(
+            chunk,
+            full[:, start:stop].copy(),
+            describe_call("embed", ids[:, start:stop], start) + f" chunk {start}:{stop} of splits {splits}",
+        )
 
 
 @pytest.mark.clause("POSITIONS-BATCH-SHARED")
@@ -105,5 +130,9 @@ def test_past_length_shared_by_batch(adapter, batch, past):
     call = describe_call("embed", ids, past)
     h = as_array(adapter.embed(ids, past), call)
     alone = as_array(adapter.embed(ids[:1], past), describe_call("embed", ids[:1], past))  # its shape is SHAPE-H's
-    assert_bitwise_equal(h, np.repeat(alone, batch, axis=0), call + " vs its first row embedded alone",
-                         note="the same positions in every row")
+    assert_bitwise_equal(
+        h,
+        np.repeat(alone, batch, axis=0),
+        call + " vs its first row embedded alone",
+        note="the same positions in every row",
+    )

@@ -39,8 +39,10 @@ def test_parameter_count(make_adapter):
     total = sum(int(np.prod(s)) for s in shapes)
     want = sum(gpt2.parameter_count(D).values())
     if shapes != expected or total != want:
-        raise AssertionError(f"parameters()={dict(params)} ({total:,} values), but should be exactly "
-                             f"wte {expected[1]} and wpe {expected[0]} ({want:,} values) [parameters() at d={D}]")
+        raise AssertionError(
+            f"parameters()={dict(params)} ({total:,} values), but should be exactly "
+            f"wte {expected[1]} and wpe {expected[0]} ({want:,} values) [parameters() at d={D}]"
+        )
 
 
 @pytest.mark.clause("SHAPE-H")

@@ -14,8 +14,16 @@ import pytest
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.runtime import oracle
-from gpt2_conformance.runtime.assertions import (as_array, as_logits, assert_bitwise_equal, assert_moves_exactly_at,
-                                                 assert_shape, assert_within, changed_row, describe_call)
+from gpt2_conformance.runtime.assertions import (
+    as_array,
+    as_logits,
+    assert_bitwise_equal,
+    assert_moves_exactly_at,
+    assert_shape,
+    assert_within,
+    changed_row,
+    describe_call,
+)
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
 from gpt2_conformance.runtime.strategies import LAYOUTS, in_layout
 from gpt2_conformance.runtime.tables import final_h
@@ -47,7 +55,7 @@ def test_row_update_seen_by_embed(make_adapter, capabilities, tables, step):
     adapter = make_adapter()
     before = [as_array(adapter.embed(ids, past), describe_call("embed", ids, past)) for ids, past in _steps(step)]
     adapter.assign_wte_row(ROW, changed_row(tables[0], ROW, seed=21)[ROW])
-    for (ids, past), first in zip(_steps(step), before):
+    for (ids, past), first in zip(_steps(step), before, strict=False):
         if first.shape != ids.shape + (D,):
             continue  # an h of another shape is SHAPE-H's: where it moves cannot be read from it
         call = describe_call("embed", ids, past) + f" after assign_wte_row({ROW})"
@@ -116,11 +124,22 @@ def test_reload_seen_by_every_call(make_adapter, capabilities, reloaded_tables, 
     else:
         h_new = as_array(fresh.embed(ids, past), describe_call("embed", ids, past))
         bound_wte, bound_wpe = oracle.gradient_bounds(*new, ids, past, cot_h, cot_logits, h_new, rows)
-        assert_within(got[0], np.asarray(want[0])[rows].astype(np.float64), 2 * bound_wte,
-                      context + f" (rows {rows[0]}, {rows[1]}, ... of wte)", "dwte",
-                      rule="the gradients must read the loaded tables")
-        assert_within(got[1], np.asarray(want[1], np.float64), 2 * bound_wpe, context, "dwpe",
-                      rule="the gradients must read the loaded tables")
+        assert_within(
+            got[0],
+            np.asarray(want[0])[rows].astype(np.float64),
+            2 * bound_wte,
+            context + f" (rows {rows[0]}, {rows[1]}, ... of wte)",
+            "dwte",
+            rule="the gradients must read the loaded tables",
+        )
+        assert_within(
+            got[1],
+            np.asarray(want[1], np.float64),
+            2 * bound_wpe,
+            context,
+            "dwpe",
+            rule="the gradients must read the loaded tables",
+        )
 
 
 def _assert_no_side_effects(adapter, scenario: str) -> None:
@@ -169,6 +188,11 @@ def test_calls_are_pure_reads(make_adapter, capabilities, tables, scenario):
         adapter.assign_wte_row(ROW, changed_row(tables[0], ROW, seed=43)[ROW])
     _assert_no_side_effects(adapter, scenario)
     if loaded is not None:  # against the implementation's own tables before the calls, not the suite's
-        for name, got, want in zip(("wte", "wpe"), adapter.tables(), loaded):
-            assert_bitwise_equal(np.asarray(got), np.asarray(want), f"tables() after the {scenario} calls", name,
-                                 note="a pure read leaves the tables as they were")
+        for name, got, want in zip(("wte", "wpe"), adapter.tables(), loaded, strict=False):
+            assert_bitwise_equal(
+                np.asarray(got),
+                np.asarray(want),
+                f"tables() after the {scenario} calls",
+                name,
+                note="a pure read leaves the tables as they were",
+            )

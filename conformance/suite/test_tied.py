@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from gpt2_conformance.api import gpt2
-
 from gpt2_conformance.runtime import oracle
-from gpt2_conformance.runtime.tables import final_h
 from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
+from gpt2_conformance.runtime.tables import final_h
 
 D = gpt2.N_EMBD_SMALL
 STRUCTURE = f"the head is wte: {oracle.STRUCTURAL_INPUTS}-input bound"
@@ -62,14 +61,22 @@ def test_head_shares_wte_storage(make_adapter, tables, row):
     old = tables[0][row]
     new_row = (old + np.sign(h[0, 0])).astype(np.float32)
     adapter.assign_wte_row(row, new_row)
-    assert_bitwise_equal(np.asarray(adapter.tables()[0][row]), new_row, f"tables() after assign_wte_row({row})", "wte_row")
+    assert_bitwise_equal(
+        np.asarray(adapter.tables()[0][row]), new_row, f"tables() after assign_wte_row({row})", "wte_row"
+    )
     after = as_logits(adapter.logits(h), h, call + f" after assign_wte_row({row})")[..., row].astype(np.float64)
     h64 = h.astype(np.float64)
     expected = h64 @ (new_row.astype(np.float64) - old)
     magnitude = np.abs(h64) @ (np.abs(new_row.astype(np.float64)) + np.abs(old))
     bound = oracle.rounded_inputs_factor(D, oracle.STRUCTURAL_INPUTS) * magnitude
-    assert_within(after - before, expected, bound, call + f" after assign_wte_row({row}) minus before",
-                  what=f"change of logits[..., {row}]", rule="the head must read the new row")
+    assert_within(
+        after - before,
+        expected,
+        bound,
+        call + f" after assign_wte_row({row}) minus before",
+        what=f"change of logits[..., {row}]",
+        rule="the head must read the new row",
+    )
 
 
 @pytest.mark.clause("TIED-GRAD")
@@ -98,7 +105,9 @@ def test_gradient_roles(adapter, capabilities, tables, roles, past):
         return  # within the bounds; the dense float64 oracle below is for the message only
     d_wte, d_wpe, b_wte, b_wpe = oracle.gradients(*tables, ids, past, cot_h, cot_logits, h=h)
     call = describe_call("gradients", ids, past, cotangents="h only" if roles == "gather" else "logits only")
-    assert_within(got_wte, d_wte, b_wte, call, "dwte", rule="gather" + (" + projection" if roles == "both" else "") + " role")
+    assert_within(
+        got_wte, d_wte, b_wte, call, "dwte", rule="gather" + (" + projection" if roles == "both" else "") + " role"
+    )
     assert_within(got_wpe, d_wpe, b_wpe, call, "dwpe", rule="batch sum at each position")
 
 
@@ -107,5 +116,10 @@ def test_no_output_bias(adapter):
     """logits(0) is exactly 0."""
     h = np.zeros((1, 2, D), np.float32)
     call = describe_call("logits", h_final="zeros[1, 2, 768]")
-    assert_bitwise_equal(as_logits(adapter.logits(h), h, call), np.zeros((1, 2, gpt2.N_VOCAB), np.float32),
-                         call, "logits", note="no bias")
+    assert_bitwise_equal(
+        as_logits(adapter.logits(h), h, call),
+        np.zeros((1, 2, gpt2.N_VOCAB), np.float32),
+        call,
+        "logits",
+        note="no bias",
+    )

@@ -130,10 +130,19 @@ def load(name: str, path: str, waivers_path: str) -> Causes:
         text = {k: entry[k] for k in ("happens", "expected", "size", "same_as", "searched") if k in entry}
         text["source"] = _strings(entry, "source", where)
         text["related"] = _strings(entry, "related", where)
-        causes.append(Cause(entry["id"], clauses, entry["title"], script, entry["expect"],
-                            entry.get("tracker", data.get("tracker", "")),
-                            _strings(entry, "versions", where) or _strings(data, "versions", path),
-                            dict(entry.get("params", {})), text))
+        causes.append(
+            Cause(
+                entry["id"],
+                clauses,
+                entry["title"],
+                script,
+                entry["expect"],
+                entry.get("tracker", data.get("tracker", "")),
+                _strings(entry, "versions", where) or _strings(data, "versions", path),
+                dict(entry.get("params", {})),
+                text,
+            )
+        )
     not_reported = []
     for i, entry in enumerate(data.get("not_reported", [])):
         clauses = _strings(entry, "clauses", f"causes file {path}, not_reported {i + 1}")
@@ -167,8 +176,14 @@ def environment() -> dict:
 def run_one(cause: Cause, path: str, timeout: float = TIMEOUT_S, env: dict | None = None) -> Outcome:
     """Run the written script `path` in a fresh interpreter; its status from the exit code."""
     try:
-        done = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=timeout,
-                              cwd=os.path.dirname(path), env=env or environment())
+        done = subprocess.run(
+            [sys.executable, path],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=os.path.dirname(path),
+            env=env or environment(),
+        )
     except subprocess.TimeoutExpired as exc:
         return Outcome(cause, BROKEN, None, _text(exc.stdout), _text(exc.stderr), f"timed out after {timeout:.0f} s")
     out = Outcome(cause, BROKEN, done.returncode, done.stdout, done.stderr)
@@ -178,8 +193,11 @@ def run_one(cause: Cause, path: str, timeout: float = TIMEOUT_S, env: dict | Non
         out.status = FIXED
     else:
         last = (done.stderr.strip().splitlines() or [""])[-1]
-        out.note = (f"exit {done.returncode}" + ("" if done.returncode != 1 else f", {cause.expect!r} not in its output")
-                    + (f": {last}" if last else ""))
+        out.note = (
+            f"exit {done.returncode}"
+            + ("" if done.returncode != 1 else f", {cause.expect!r} not in its output")
+            + (f": {last}" if last else "")
+        )
     return out
 
 
@@ -187,8 +205,9 @@ def _text(data) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
 
 
-def run_all(items: list[tuple[Cause, str]], jobs: int = 2, timeout: float = TIMEOUT_S,
-            env: dict | None = None) -> list[Outcome]:
+def run_all(
+    items: list[tuple[Cause, str]], jobs: int = 2, timeout: float = TIMEOUT_S, env: dict | None = None
+) -> list[Outcome]:
     """run_one for each (cause, written script), `jobs` at a time; results in the same order."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(lambda item: run_one(item[0], item[1], timeout, env), items))
@@ -214,9 +233,13 @@ def fixed_clauses(outcomes: list[Outcome]) -> dict[str, str]:
     for o in outcomes:
         for clause in o.cause.clauses:
             by_clause.setdefault(clause, []).append(o)
-    return {clause: "its upstream reproduction " + ", ".join(f"{o.cause.id}.py" for o in found)
-                    + " no longer reproduces (exit 0)"
-            for clause, found in by_clause.items() if all(o.status == FIXED for o in found)}
+    return {
+        clause: "its upstream reproduction "
+        + ", ".join(f"{o.cause.id}.py" for o in found)
+        + " no longer reproduces (exit 0)"
+        for clause, found in by_clause.items()
+        if all(o.status == FIXED for o in found)
+    }
 
 
 def reproduce(name: str, jobs: int = 2, env: dict | None = None) -> list[Outcome]:

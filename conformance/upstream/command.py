@@ -35,10 +35,18 @@ DEFAULT_OUT = os.path.join("reports", "upstream")
 
 
 def add_parser(sub) -> None:
-    parser = sub.add_parser("upstream", help="write a reproduction script and an issue draft for each cause "
-                            "behind a backend's waivers, and an index of them", description=__doc__.split("\n\n")[0])
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help="backend names or module:factory adapters (default: every third-party backend)")
+    parser = sub.add_parser(
+        "upstream",
+        help="write a reproduction script and an issue draft for each cause "
+        "behind a backend's waivers, and an index of them",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="backend names or module:factory adapters (default: every third-party backend)",
+    )
     parser.add_argument("--out-dir", default=DEFAULT_OUT, help=f"where to write (default: ./{DEFAULT_OUT})")
     parser.add_argument("--jobs", type=int, default=0, help="scripts run at a time (default: the machine's cores)")
     parser.add_argument("--timeout", type=float, default=cz.TIMEOUT_S, help="seconds per script (default %(default)s)")
@@ -54,8 +62,10 @@ def _resolve(name: str):
     factory = None
     if registry.entry(name) is None:
         if ":" not in name and name not in registry.available():
-            raise LookupError(f"unknown backend {name!r}; known: {', '.join(registry.judged())} "
-                              "(or an adapter module:factory with a WAIVERS file)")
+            raise LookupError(
+                f"unknown backend {name!r}; known: {', '.join(registry.judged())} "
+                "(or an adapter module:factory with a WAIVERS file)"
+            )
         try:
             factory = registry.find(name)  # only its WAIVERS is read: it need not run here
         except (ImportError, ValueError) as exc:
@@ -81,8 +91,11 @@ def run(args) -> int:
     status = 0
     for name, causes, waivers_path in resolved:
         if causes is None:
-            print(f"{name}: skipped, no reproductions: no upstream/{cz.CAUSES_FILE} beside its waiver file "
-                  f"{os.path.basename(waivers_path)}", file=sys.stderr)
+            print(
+                f"{name}: skipped, no reproductions: no upstream/{cz.CAUSES_FILE} beside its waiver file "
+                f"{os.path.basename(waivers_path)}",
+                file=sys.stderr,
+            )
             continue
         status = max(status, write_backend(causes, args.out_dir, args.jobs or cores(), args.timeout))
     write_index(args.out_dir)
@@ -105,11 +118,20 @@ def write_backend(causes: cz.Causes, out_dir: str, jobs: int, timeout: float) ->
         print(f"{causes.name}/{outcome.cause.id}: {outcome.status}" + (f" ({outcome.note})" if outcome.note else ""))
     record = {
         "backend": causes.name,
-        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "versions": _versions(causes.causes[0].versions if causes.causes else ()),
-        "drafts": [{"cause": o.cause.id, "title": o.cause.title, "clauses": list(o.cause.clauses),
-                    "status": o.status, "returncode": o.returncode, "note": o.note, "tracker": o.cause.tracker}
-                   for o in outcomes],
+        "drafts": [
+            {
+                "cause": o.cause.id,
+                "title": o.cause.title,
+                "clauses": list(o.cause.clauses),
+                "status": o.status,
+                "returncode": o.returncode,
+                "note": o.note,
+                "tracker": o.cause.tracker,
+            }
+            for o in outcomes
+        ],
         "not_reported": [{"clauses": list(c), "reason": r} for c, r in causes.not_reported],
         "uncovered": causes.uncovered(),
         "stale_waivers": sorted(fixed),
@@ -118,8 +140,10 @@ def write_backend(causes: cz.Causes, out_dir: str, jobs: int, timeout: float) ->
         json.dump(record, f, indent=1)
         f.write("\n")
     for clause in causes.uncovered():
-        print(f"{causes.name}: waiver {clause} has no reproduction yet (add a cause to "
-              f"upstream/{cz.CAUSES_FILE})", file=sys.stderr)
+        print(
+            f"{causes.name}: waiver {clause} has no reproduction yet (add a cause to upstream/{cz.CAUSES_FILE})",
+            file=sys.stderr,
+        )
     for clause, why in fixed.items():
         print(f"{causes.name}: STALE WAIVER: {clause}: {why}", file=sys.stderr)
     broken = any(o.status == cz.BROKEN for o in outcomes)
@@ -152,31 +176,52 @@ def draft(causes: cz.Causes, outcome: cz.Outcome) -> str:
     """The issue draft for one cause, in a bug tracker's usual shape."""
     cause, text = outcome.cause, outcome.cause.text
     versions = _versions(cause.versions)
-    lines = [f"# {cause.title}", "",
-             f"<!-- Draft for {cause.tracker or 'the project tracker'}, written by `gpt2-conformance upstream "
-             f"{causes.name}`. Not filed: read it, run the script, then file it yourself. -->", ""]
+    lines = [
+        f"# {cause.title}",
+        "",
+        f"<!-- Draft for {cause.tracker or 'the project tracker'}, written by `gpt2-conformance upstream "
+        f"{causes.name}`. Not filed: read it, run the script, then file it yourself. -->",
+        "",
+    ]
     if text.get("same_as"):
         lines += [f"> Same root cause as {text['same_as']}: file one of the two, and mention the other.", ""]
     lines += ["## System info", ""]
     lines += [f"- {dist}: {v}" for dist, v in versions.items()]
-    lines += [f"- Python: {platform.python_version()}", f"- OS: {platform.system()} {platform.release()} "
-              f"({platform.machine()})", "- Device: CPU", ""]
+    lines += [
+        f"- Python: {platform.python_version()}",
+        f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
+        "- Device: CPU",
+        "",
+    ]
     lines += ["## What happens", "", text.get("happens", "").strip(), ""]
     lines += ["## What I expected, and why", "", text.get("expected", "").strip(), ""]
     if text.get("source"):
         lines += ["## Where in the source", ""] + [f"- {s}" for s in text["source"]] + [""]
-    lines += ["## Reproduction", "", "Standalone: it needs only the packages listed above; it builds the model from "
-              "an explicit config with random weights (nothing is downloaded). It exits 1 while the behaviour "
-              "reproduces and 0 once it is fixed."
-              + (f" {text['size'].strip()}" if text.get("size") else ""), "",
-              "```python", cause.render().rstrip(), "```", ""]
+    lines += [
+        "## Reproduction",
+        "",
+        "Standalone: it needs only the packages listed above; it builds the model from "
+        "an explicit config with random weights (nothing is downloaded). It exits 1 while the behaviour "
+        "reproduces and 0 once it is fixed." + (f" {text['size'].strip()}" if text.get("size") else ""),
+        "",
+        "```python",
+        cause.render().rstrip(),
+        "```",
+        "",
+    ]
     lines += ["## Output", ""]
     if outcome.status == cz.NOT_RUN:
         lines += [f"Not run here: {outcome.note}.", ""]
     else:
-        lines += ["```", _clean(outcome.stdout) or "(no output)", "```", "",
-                  f"Exit status: {outcome.returncode if outcome.returncode is not None else outcome.note}"
-                  f" ({outcome.status}" + (f": {_clean(outcome.note)}" if outcome.note else "") + ").", ""]
+        lines += [
+            "```",
+            _clean(outcome.stdout) or "(no output)",
+            "```",
+            "",
+            f"Exit status: {outcome.returncode if outcome.returncode is not None else outcome.note}"
+            f" ({outcome.status}" + (f": {_clean(outcome.note)}" if outcome.note else "") + ").",
+            "",
+        ]
     lines += ["## Related issues and pull requests", ""]
     if text.get("related"):
         lines += [f"- {r}" for r in text["related"]]
@@ -184,8 +229,14 @@ def draft(causes: cz.Causes, outcome: cz.Outcome) -> str:
         lines.append("None found.")
     if text.get("searched"):
         lines += ["", f"(Searched the tracker for: {text['searched'].strip()}.)"]
-    lines += ["", "---", "", f"Found by the gpt2-conformance suite (clause {', '.join(cause.clauses)}; "
-              f"GPT-2 reference: openai/gpt-2 [src/model.py]({GPT2_MODEL_PY})).", ""]
+    lines += [
+        "",
+        "---",
+        "",
+        f"Found by the gpt2-conformance suite (clause {', '.join(cause.clauses)}; "
+        f"GPT-2 reference: openai/gpt-2 [src/model.py]({GPT2_MODEL_PY})).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -198,29 +249,45 @@ def write_index(out_dir: str) -> None:
             if os.path.isfile(path):
                 with open(path, encoding="utf-8") as f:
                     records.append((folder, json.load(f)))
-    lines = ["# Upstream reports: drafts for the implementations' trackers", "",
-             "One draft per cause behind a third-party backend's waivers, each with a standalone reproduction "
-             "script (the implementation's library and numpy only) that exits 1 while the behaviour reproduces. "
-             "Regenerate: `gpt2-conformance upstream [NAME ...]`. Nothing here has been filed.", "",
-             "| Backend | Draft | Waived clauses | Tracker | Status |", "|---|---|---|---|---|"]
+    lines = [
+        "# Upstream reports: drafts for the implementations' trackers",
+        "",
+        "One draft per cause behind a third-party backend's waivers, each with a standalone reproduction "
+        "script (the implementation's library and numpy only) that exits 1 while the behaviour reproduces. "
+        "Regenerate: `gpt2-conformance upstream [NAME ...]`. Nothing here has been filed.",
+        "",
+        "| Backend | Draft | Waived clauses | Tracker | Status |",
+        "|---|---|---|---|---|",
+    ]
     for folder, rec in records:
         for d in rec["drafts"]:
             status = d["status"] + (f" ({d['note']})" if d.get("note") and d["status"] != cz.REPRODUCES else "")
-            lines.append(f"| {rec['backend']} | [{d['title'].replace('|', '/')}]({folder}/{d['cause']}.md) "
-                         f"([script]({folder}/{d['cause']}.py)) | {', '.join(d['clauses'])} | {d['tracker']} | "
-                         f"{status} |")
+            lines.append(
+                f"| {rec['backend']} | [{d['title'].replace('|', '/')}]({folder}/{d['cause']}.md) "
+                f"([script]({folder}/{d['cause']}.py)) | {', '.join(d['clauses'])} | {d['tracker']} | "
+                f"{status} |"
+            )
     not_reported = [(rec["backend"], n) for _, rec in records for n in rec.get("not_reported", [])]
     if not_reported:
-        lines += ["", "## Waived, with nothing to report upstream", "",
-                  "| Backend | Waived clauses | Why no draft |", "|---|---|---|"]
+        lines += [
+            "",
+            "## Waived, with nothing to report upstream",
+            "",
+            "| Backend | Waived clauses | Why no draft |",
+            "|---|---|---|",
+        ]
         lines += [f"| {b} | {', '.join(n['clauses'])} | {n['reason'].replace('|', '/')} |" for b, n in not_reported]
     uncovered = [(rec["backend"], c) for _, rec in records for c in rec.get("uncovered", [])]
     stale = [(rec["backend"], c) for _, rec in records for c in rec.get("stale_waivers", [])]
     if uncovered:
         lines += ["", "## Waivers without a reproduction yet", ""] + [f"- {b}: {c}" for b, c in uncovered]
     if stale:
-        lines += ["", "## Stale waivers", "",
-                  "Their reproductions no longer reproduce: the waivers (and the drafts) should go."]
+        lines += [
+            "",
+            "## Stale waivers",
+            "",
+            "Their reproductions no longer reproduce: the waivers (and the drafts) should go.",
+        ]
         lines += [f"- {b}: {c}" for b, c in stale]
     dated = sorted({rec["created"][:10] for _, rec in records})
     if dated:

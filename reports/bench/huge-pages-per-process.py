@@ -61,9 +61,11 @@ def one_process() -> dict:
         np.take(wte, ids, axis=0, out=h)
         np.add(h, wpe, out=h)
 
-    return {"gather_add_ms": median_ms(gather_add, 20, 200),
-            "copy_ms": median_ms(lambda: np.copyto(dst, src), 5, 50),
-            "huge": {name: huge_share(a) for name, a in (("wte", wte), ("h", h), ("src", src), ("dst", dst))}}
+    return {
+        "gather_add_ms": median_ms(gather_add, 20, 200),
+        "copy_ms": median_ms(lambda: np.copyto(dst, src), 5, 50),
+        "huge": {name: huge_share(a) for name, a in (("wte", wte), ("h", h), ("src", src), ("dst", dst))},
+    }
 
 
 def main(per_setting: int) -> None:
@@ -72,19 +74,25 @@ def main(per_setting: int) -> None:
     for _ in range(per_setting):
         for setting in runs:
             env["NUMPY_MADVISE_HUGEPAGE"] = "1" if setting == "on" else "0"
-            out = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True,
-                                 text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--one"], env=env, capture_output=True, text=True, check=True
+            ).stdout
             run = json.loads(out)
             runs[setting].append(run)
             shares = " ".join(f"{name} {share:4.0%}" for name, share in run["huge"].items())
-            print(f"madvise {setting:>3}: huge pages: {shares}; gather + add {run['gather_add_ms']:.2f} ms, "
-                  f"copy {run['copy_ms']:.2f} ms", flush=True)
+            print(
+                f"madvise {setting:>3}: huge pages: {shares}; gather + add {run['gather_add_ms']:.2f} ms, "
+                f"copy {run['copy_ms']:.2f} ms",
+                flush=True,
+            )
     for setting, done in runs.items():
         gathers = [run["gather_add_ms"] for run in done]
         copies = [run["copy_ms"] for run in done]
-        print(f"huge pages {setting}: gather + add {min(gathers):.2f}-{max(gathers):.2f} ms "
-              f"(median {np.median(gathers):.2f}), copy {min(copies):.2f}-{max(copies):.2f} ms "
-              f"(median {np.median(copies):.2f}) over {len(done)} processes")
+        print(
+            f"huge pages {setting}: gather + add {min(gathers):.2f}-{max(gathers):.2f} ms "
+            f"(median {np.median(gathers):.2f}), copy {min(copies):.2f}-{max(copies):.2f} ms "
+            f"(median {np.median(copies):.2f}) over {len(done)} processes"
+        )
 
 
 if __name__ == "__main__":

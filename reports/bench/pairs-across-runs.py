@@ -1,7 +1,11 @@
 """Every pair of rows of each workload in several bench.json runs: which is faster with 95%
 confidence in each run (ranking.compare on the rows' block medians, with the run's cohorts), and
 whether any pair is called one way in one run and the other way in another."""
-import itertools, json, sys
+
+import itertools
+import json
+import sys
+
 from gpt2_conformance.bench import ranking
 
 runs = [json.load(open(p)) for p in sys.argv[1:]]

@@ -37,19 +37,27 @@ def main() -> int:
     rng = np.random.default_rng(0)
     b = tf.constant(rng.standard_normal((V, D), dtype=np.float32))
     b_np = b.numpy()
-    print(f"tensorflow {tf.__version__}, numpy {np.__version__}, {os.cpu_count()} CPUs; "
-          f"b [{V}, {D}] float32, median of 15 calls (ms)")
-    print(f"{'rows':>4}  {'matmul(a, b, transpose_b=True)':>31}  {'transpose(matmul(b, a, transpose_b=True))':>42}  "
-          f"{'numpy a @ b.T':>13}")
+    print(
+        f"tensorflow {tf.__version__}, numpy {np.__version__}, {os.cpu_count()} CPUs; "
+        f"b [{V}, {D}] float32, median of 15 calls (ms)"
+    )
+    print(
+        f"{'rows':>4}  {'matmul(a, b, transpose_b=True)':>31}  {'transpose(matmul(b, a, transpose_b=True))':>42}  "
+        f"{'numpy a @ b.T':>13}"
+    )
     slow = []
     for rows in ROWS:
         a = tf.constant(rng.standard_normal((rows, D), dtype=np.float32))
         a_np = a.numpy()
-        direct = median_ms(lambda: tf.matmul(a, b, transpose_b=True).numpy())
-        transposed = median_ms(lambda: tf.transpose(tf.matmul(b, a, transpose_b=True)).numpy())
-        numpy = median_ms(lambda: a_np @ b_np.T)
-        np.testing.assert_allclose(tf.matmul(a, b, transpose_b=True).numpy(),
-                                   tf.transpose(tf.matmul(b, a, transpose_b=True)).numpy(), rtol=1e-4, atol=1e-4)
+        direct = median_ms(lambda a=a: tf.matmul(a, b, transpose_b=True).numpy())
+        transposed = median_ms(lambda a=a: tf.transpose(tf.matmul(b, a, transpose_b=True)).numpy())
+        numpy = median_ms(lambda a_np=a_np: a_np @ b_np.T)
+        np.testing.assert_allclose(
+            tf.matmul(a, b, transpose_b=True).numpy(),
+            tf.transpose(tf.matmul(b, a, transpose_b=True)).numpy(),
+            rtol=1e-4,
+            atol=1e-4,
+        )
         print(f"{rows:>4}  {direct:>31.1f}  {transposed:>42.1f}  {numpy:>13.1f}")
         if direct > 2 * transposed:
             slow.append(rows)

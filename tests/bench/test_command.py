@@ -23,8 +23,14 @@ TESTS = pathlib.Path(bench_adapters.__file__).resolve().parent.parent
 def bench(tmp_path, *args, timeout=600):
     """The command in its own process, from tmp_path, with tests/ on the path for the helper adapters."""
     env = dict(os.environ, PYTHONPATH=str(TESTS))
-    done = subprocess.run([sys.executable, "-m", "gpt2_conformance.cli", "bench", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "bench", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -40,15 +46,36 @@ def test_a_ranking_is_written_to_every_output(tmp_path):
 
 
 def test_the_gate_passes_an_implementation_timed_against_itself(tmp_path):
-    code, out, err = bench(tmp_path, "--adapter", "numpy", "--against", "numpy", "--workload", "forward_prefill",
-                           "--fail-above", "10", "--out-dir", "out")
+    code, out, err = bench(
+        tmp_path,
+        "--adapter",
+        "numpy",
+        "--against",
+        "numpy",
+        "--workload",
+        "forward_prefill",
+        "--fail-above",
+        "10",
+        "--out-dir",
+        "out",
+    )
     assert code == 0 and "gate forward_prefill B8-T1024-d768: ok: new numpy takes" in out, out + err
 
 
 def test_the_gate_fails_an_implementation_doing_twice_the_work(tmp_path):
-    code, out, err = bench(tmp_path, "--adapter", bench_adapters.DOUBLED_NUMPY_SPEC, "--against",
-                           bench_adapters.PLAIN_NUMPY_SPEC, "--workload", "forward_prefill", "--fail-above", "10",
-                           "--out-dir", "out")
+    code, out, err = bench(
+        tmp_path,
+        "--adapter",
+        bench_adapters.DOUBLED_NUMPY_SPEC,
+        "--against",
+        bench_adapters.PLAIN_NUMPY_SPEC,
+        "--workload",
+        "forward_prefill",
+        "--fail-above",
+        "10",
+        "--out-dir",
+        "out",
+    )
     assert code == 1 and "gate forward_prefill B8-T1024-d768: SLOWER: new" in out, out + err
     assert "above 1.10 with 95% confidence" in out
 
@@ -63,22 +90,27 @@ def test_the_gate_judges_on_the_intervals_low_end():
     assert gate.judge([], "new", "base", 10) == (1, "gate: NOT JUDGED (no workload was timed)")
 
 
-@pytest.mark.parametrize("options,says", [
-    (["--adapter", "numpy"], "--adapter and --against go together"),
-    (["--against", "numpy"], "--adapter and --against go together"),
-    (["--adapter", "numpy", "--against", "numpy", "--backend", "torch"], "--backend does not apply to the gate"),
-    (["--against-python", "/bin/sh"], "--against-python needs --against"),
-    (["--adapter", "numpy", "--against", "numpy", "--against-python", "/nope/python"],
-     "--against-python /nope/python: not an executable interpreter"),
-    (["--processes", "0"], "--processes 0: must be >= 1"),
-    (["--quick", "--rounds", "5"], "--rounds 5: a ratio's interval needs at least 3 rounds per process"),
-    (["--fail-above", "-1"], "--fail-above -1.0: must be >= 0"),
-    (["--quick", "--sizes", "768"], "--sizes does not apply with --quick"),
-    (["--backend", "nope"], "--backend 'nope': unknown backend"),
-    (["--adapter", "nope", "--against", "numpy"], "'nope': unknown backend"),
-    (["--adapter", "no_such_module:Factory", "--against", "numpy"], "no_such_module"),
-    (["--compare", "missing.json"], "--compare missing.json: no such file"),
-])
+@pytest.mark.parametrize(
+    "options,says",
+    [
+        (["--adapter", "numpy"], "--adapter and --against go together"),
+        (["--against", "numpy"], "--adapter and --against go together"),
+        (["--adapter", "numpy", "--against", "numpy", "--backend", "torch"], "--backend does not apply to the gate"),
+        (["--against-python", "/bin/sh"], "--against-python needs --against"),
+        (
+            ["--adapter", "numpy", "--against", "numpy", "--against-python", "/nope/python"],
+            "--against-python /nope/python: not an executable interpreter",
+        ),
+        (["--processes", "0"], "--processes 0: must be >= 1"),
+        (["--quick", "--rounds", "5"], "--rounds 5: a ratio's interval needs at least 3 rounds per process"),
+        (["--fail-above", "-1"], "--fail-above -1.0: must be >= 0"),
+        (["--quick", "--sizes", "768"], "--sizes does not apply with --quick"),
+        (["--backend", "nope"], "--backend 'nope': unknown backend"),
+        (["--adapter", "nope", "--against", "numpy"], "'nope': unknown backend"),
+        (["--adapter", "no_such_module:Factory", "--against", "numpy"], "no_such_module"),
+        (["--compare", "missing.json"], "--compare missing.json: no such file"),
+    ],
+)
 def test_a_bad_command_line_is_one_line_and_exit_2_before_any_worker(tmp_path, options, says):
     code, out, err = bench(tmp_path, *options, timeout=120)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (code, out, err)
@@ -86,21 +118,47 @@ def test_a_bad_command_line_is_one_line_and_exit_2_before_any_worker(tmp_path, o
 
 
 def test_a_run_that_timed_nothing_exits_3(tmp_path):
-    code, out, err = bench(tmp_path, "--backend", "numpy", "--mode", "take-out", "--workload", "backward_decode",
-                           "--processes", "1", "--rounds", "3", "--out-dir", "out")
+    code, out, err = bench(
+        tmp_path,
+        "--backend",
+        "numpy",
+        "--mode",
+        "take-out",
+        "--workload",
+        "backward_decode",
+        "--processes",
+        "1",
+        "--rounds",
+        "3",
+        "--out-dir",
+        "out",
+    )
     assert code == 3 and "nothing was timed" in out, out + err
 
 
 def test_compare_is_advice_beside_a_stored_run_never_a_gate(tmp_path):
-    code, _, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "6",
-                         "--out-dir", "a")
+    code, _, err = bench(
+        tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "6", "--out-dir", "a"
+    )
     assert code == 0, err
     base = json.loads((tmp_path / "a" / "bench.json").read_text())
     for b in base["benchmarks"]:
         b["stats"]["median"] /= 10  # the stored run ten times faster: still only advice
     (tmp_path / "base.json").write_text(json.dumps(base))
-    code, out, err = bench(tmp_path, "--backend", "numpy", "--quick", "--workload", "forward_prefill", "--rounds", "6",
-                           "--out-dir", "b", "--compare", "base.json")
+    code, out, err = bench(
+        tmp_path,
+        "--backend",
+        "numpy",
+        "--quick",
+        "--workload",
+        "forward_prefill",
+        "--rounds",
+        "6",
+        "--out-dir",
+        "b",
+        "--compare",
+        "base.json",
+    )
     assert code == 0 and "ADVISORY" in out and "test_forward_prefill[numpy-suite-B8-T1024-d768]" in out, out + err
 
 

@@ -29,8 +29,18 @@ def test_a_native_hook_of_the_wrong_type_is_named():
         native.find(Wrong(), "cpu")
 
 
-NATIVE_BACKENDS = ("torch", "hf-transformers", "transformer-lens", "keras-hub-tensorflow", "keras-hub-jax",
-                   "keras-hub-torch", "mlx-lm", "onnxruntime-hf", "llama-cpp", "ctranslate2")
+NATIVE_BACKENDS = (
+    "torch",
+    "hf-transformers",
+    "transformer-lens",
+    "keras-hub-tensorflow",
+    "keras-hub-jax",
+    "keras-hub-torch",
+    "mlx-lm",
+    "onnxruntime-hf",
+    "llama-cpp",
+    "ctranslate2",
+)
 NATIVE_CHECK = """
 import sys, numpy as np
 from gpt2_conformance import registry
@@ -92,9 +102,14 @@ def test_native_hooks_convert_nothing_and_compute_the_adapters_h(backend):
     missing = registry.missing_framework(backend)
     if missing:
         pytest.skip(f"{backend}: {missing} is not installed")
-    done = subprocess.run([sys.executable, "-c", NATIVE_CHECK, backend], capture_output=True, text=True,
-                          timeout=600, cwd=session.REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-                                                          PYTHONPATH=str(pathlib.Path(__file__).parents[1])))
+    done = subprocess.run(
+        [sys.executable, "-c", NATIVE_CHECK, backend],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=session.REPO_ROOT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(pathlib.Path(__file__).parents[1])),
+    )
     assert done.returncode == 0 and "ok " + backend in done.stdout, (done.stdout + done.stderr)[-3000:]
 
 
@@ -126,13 +141,17 @@ def test_torch_reference_runs_the_same_kernels_through_the_public_native_path():
     hooks = AdapterHooks("gpt2_conformance.backends.torch.adapter:TorchAdapter")
     assert hooks.native and "native" in hooks.MODES
     public = hooks.Runner(wte, wpe, "native", "cpu")
-    for w in (wl.Workload("forward", "prefill", 2, 16, 768), wl.Workload("logits", "decode", 1, 1, 768),
-              wl.Workload("step", "decode", 2, 1, 768, 5)):
+    for w in (
+        wl.Workload("forward", "prefill", 2, 16, 768),
+        wl.Workload("logits", "decode", 1, 1, 768),
+        wl.Workload("step", "decode", 2, 1, 768, 5),
+    ):
         ids, _, h = worker.inputs(w)
         runs = []
         for runner in (own, public):
-            call = worker.make_call(runner, w, runner.put(ids), w.past_length, None,
-                                    None if h is None else runner.put(h))
+            call = worker.make_call(
+                runner, w, runner.put(ids), w.past_length, None, None if h is None else runner.put(h)
+            )
             with conversion_guard() as seen, Trace() as trace:
                 out = call()
             assert seen == [], f"{w.group}: numpy conversions {seen} inside the timed call"
@@ -140,7 +159,11 @@ def test_torch_reference_runs_the_same_kernels_through_the_public_native_path():
         (own_calls, own_out), (public_calls, public_out) = runs
         assert own_calls, f"{w.group}: the trace saw no ATen call: it would compare nothing"
         assert public_calls == own_calls, (
-            f"native path dispatched {public_calls}, but should dispatch the suite mode's {own_calls} [{w.group}]")
-        own_arrays, public_arrays = ([o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
-                                     for out in (own_out, public_out))
-        assert all((a.view("u4") == b.view("u4")).all() for a, b in zip(own_arrays, public_arrays)), w.group
+            f"native path dispatched {public_calls}, but should dispatch the suite mode's {own_calls} [{w.group}]"
+        )
+        own_arrays, public_arrays = (
+            [o.numpy() for o in (out if isinstance(out, tuple) else (out,))] for out in (own_out, public_out)
+        )
+        assert all((a.view("u4") == b.view("u4")).all() for a, b in zip(own_arrays, public_arrays, strict=True)), (
+            w.group
+        )

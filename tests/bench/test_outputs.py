@@ -74,8 +74,9 @@ def test_json_has_the_ranking_and_loads_with_pytest_benchmarks_own_loader(tmp_pa
     loaded = list(FileStorage(str(tmp_path), logger=logger, default_machine_id="x").load_benchmarks(path))
     assert logger.warnings == [] and len(loaded) == 2 and all(b["median"] > 0 for b in loaded)
     cli = [sys.executable, "-c", "import sys; from pytest_benchmark.cli import main; sys.exit(main())"]
-    done = subprocess.run([*cli, "compare", path, "--columns=median,iqr"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [*cli, "compare", path, "--columns=median,iqr"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and "test_forward_prefill[numpy-suite-B8-T1024-d768]" in done.stdout, done.stderr
 
 

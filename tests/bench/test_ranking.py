@@ -45,8 +45,13 @@ def test_the_interval_is_the_same_for_the_same_data():
 
 
 def test_rank_gives_ties_with_the_fastest_and_ranks_by_how_many_are_faster():
-    times = {"fast": rounds(1e-3, seed=1), "same": rounds(1e-3, seed=2), "slower": rounds(1e-3, 1.5, seed=3),
-             "slower-too": rounds(1e-3, 1.5, seed=4), "slowest": rounds(1e-3, 3.0, seed=5)}
+    times = {
+        "fast": rounds(1e-3, seed=1),
+        "same": rounds(1e-3, seed=2),
+        "slower": rounds(1e-3, 1.5, seed=3),
+        "slower-too": rounds(1e-3, 1.5, seed=4),
+        "slowest": rounds(1e-3, 3.0, seed=5),
+    }
     ranked = {r.name: r for r in ranking.rank(times)}
     got = {n: ranked[n].rank for n in times}
     fastest = next(n for n in ("fast", "same") if got[n] == 1)

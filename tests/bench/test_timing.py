@@ -65,8 +65,9 @@ def test_llc_is_read_from_sysfs_and_sizes_the_flush(tmp_path):
     from gpt2_conformance.api import machine
     from gpt2_conformance.bench import cache
 
-    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "64K"),
-                                                 (2, "Unified", "2048K"), (3, "Unified", "480M")]):
+    for index, (level, kind, size) in enumerate(
+        [(1, "Data", "48K"), (1, "Instruction", "64K"), (2, "Unified", "2048K"), (3, "Unified", "480M")]
+    ):
         d = tmp_path / f"index{index}"
         d.mkdir()
         (d / "level").write_text(f"{level}\n")

@@ -90,8 +90,9 @@ def test_the_streaming_reference_moves_the_bytes_it_says():
 def test_an_adapter_without_hooks_is_timed_through_the_adapter_api():
     w, info, rows = _prepared(bench_adapters.PLAIN_NUMPY_SPEC, [DECODE, BACKWARD, STEP])
     assert list(info["modes"]) == ["bridge"]
-    assert {r["group"] for r in rows if "first_call_s" in r} == {DECODE.group, STEP.group}, \
+    assert {r["group"] for r in rows if "first_call_s" in r} == {DECODE.group, STEP.group}, (
         "the bridge times no backward (Adapter.gradients also takes a logits cotangent)"
+    )
     _, gpu, _ = _prepared(bench_adapters.PLAIN_NUMPY_SPEC, [DECODE], device="gpu")
     assert "does not claim device 'gpu'" in gpu["skipped"]
 
@@ -100,7 +101,8 @@ def test_the_native_method_of_an_adapter_is_timed_beside_the_bridge():
     w, info, rows = _prepared(bench_adapters.NATIVE_NUMPY_SPEC, [DECODE, STEP])
     assert list(info["modes"]) == ["native", "bridge"] and info["fastest_mode"] == "native"
     assert {(r["mode"], r["group"]) for r in rows if "first_call_s" in r} == {
-        (m, g) for m in ("native", "bridge") for g in (DECODE.group, STEP.group)}
+        (m, g) for m in ("native", "bridge") for g in (DECODE.group, STEP.group)
+    }
 
 
 def test_the_gpu_path_is_skipped_with_a_reason_on_a_cpu_machine():
@@ -130,8 +132,9 @@ def test_a_worker_that_crashes_costs_its_rows_and_names_the_signal(tmp_path, mon
         session.stop(sides)
     assert "signal 11" in crash.error and crash.label in crash.error, crash.error
     numpy_rows = [r for r in rows if r.side is fine]
-    assert numpy_rows and all(not r.error and len(r.blocks) == 4 for r in numpy_rows), \
-        [(r.name, r.error) for r in numpy_rows]
+    assert numpy_rows and all(not r.error and len(r.blocks) == 4 for r in numpy_rows), [
+        (r.name, r.error) for r in numpy_rows
+    ]
 
 
 def registry_tests_dir():
@@ -152,7 +155,7 @@ def test_fastest_mode_keeps_the_bounds_check(backend):
     w = wl.Workload("forward", "prefill", 1, 2, 4, 3)
     ids = np.array([[1, 50256]], np.int32)
     out = np.asarray(r.sync(r.make(w, r.put(ids), 3)()))
-    np.testing.assert_array_equal(out[:ids.size].reshape(1, 2, 4), wte[ids] + 1)
+    np.testing.assert_array_equal(out[: ids.size].reshape(1, 2, 4), wte[ids] + 1)
     for bad in ([[1, 50257]], [[-1, 2]]):
         with pytest.raises(Exception, match="outside the wte table"):
             r.sync(r.make(w, r.put(np.array(bad, np.int32)), 3)())
@@ -173,5 +176,6 @@ def test_unchecked_modes_compute_the_same_h(backend):
     for mode in unchecked:
         r = hooks.Runner(wte, wpe, mode, "cpu")
         out = np.asarray(r.sync(r.make(wl.Workload("forward", "prefill", 1, 3, 4, 3), r.put(ids), 3)()))
-        np.testing.assert_array_equal(out[:3].reshape(1, 3, 4) if out.ndim == 2 else out, wte[ids] + wpe[3:6][None],
-                                      err_msg=f"{backend} {mode}")
+        np.testing.assert_array_equal(
+            out[:3].reshape(1, 3, 4) if out.ndim == 2 else out, wte[ids] + wpe[3:6][None], err_msg=f"{backend} {mode}"
+        )

@@ -13,8 +13,12 @@ import pytest
 def pytest_addoption(parser):
     # registered when this folder is named on the command line (an "initial" conftest); in a
     # plain `pytest` run it is not, and getoption's default (False) keeps the tests skipped
-    parser.addoption("--run-bench", action="store_true", default=False,
-                     help="run the benchmarks in tests/benchmarks (skipped otherwise)")
+    parser.addoption(
+        "--run-bench",
+        action="store_true",
+        default=False,
+        help="run the benchmarks in tests/benchmarks (skipped otherwise)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -77,10 +77,12 @@ def limit_gbps(flush):
             before = flush if w.cache == "cold" else None
             with ThreadPoolExecutor(machine.cores()) as pool:
                 streams = bandwidth.fastest_streams(read, write, machine.cores(), pool, before)
-                fastest = min(timing.block(call, seconds=0.3, lead_in=0.05, before=before).median
-                              for call, _ in streams.values())
+                fastest = min(
+                    timing.block(call, seconds=0.3, lead_in=0.05, before=before).median for call, _ in streams.values()
+                )
             _LIMITS[key] = (read + write) / fastest / 1e9
         return _LIMITS[key]
+
     return limit
 
 
@@ -92,8 +94,14 @@ def _bench(benchmark, limit_gbps, backend, mode, w, flush):
 
     hooks, runner = _runner(backend, mode, w.n_embd)
     ids, dh, h = worker.inputs(w)
-    call = worker.make_call(runner, w, runner.put(ids), w.past_length, None if dh is None else runner.put(dh),
-                            None if h is None else runner.put(h))
+    call = worker.make_call(
+        runner,
+        w,
+        runner.put(ids),
+        w.past_length,
+        None if dh is None else runner.put(dh),
+        None if h is None else runner.put(h),
+    )
     if call is None:
         pytest.skip(f"{backend} {mode} does not time {w.kind}")
     t0 = time.perf_counter()
@@ -102,20 +110,26 @@ def _bench(benchmark, limit_gbps, backend, mode, w, flush):
     benchmark.group = f"{w.name} {w.shape_id}"
     rounds = 3 if (w.kind == "logits" and w.phase == "prefill") else 10
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    benchmark.pedantic(call, rounds=rounds, warmup_rounds=1, iterations=1,
-                       setup=flush if w.cache == "cold" else None)
+    benchmark.pedantic(call, rounds=rounds, warmup_rounds=1, iterations=1, setup=flush if w.cache == "cold" else None)
     # with a flush between rounds the process's CPU time includes the flush: no figure then
     cpu_ratio = (time.process_time() - cpu0) / (time.perf_counter() - wall0) if w.cache == "warm" else None
     median = benchmark.stats.stats.median
     distinct = worker.distinct_ids(w)
     nbytes, limit = wl.bytes_moved(w, distinct), limit_gbps(w, distinct)
     pct = 100 * nbytes / median / 1e9 / limit
-    benchmark.extra_info.update(bytes_moved=nbytes, distinct_ids=distinct, gbps=nbytes / median / 1e9,
-                                limit_gbps=limit, pct_of_limit=None if pct > 100 else pct,
-                                model_error=f"{pct:.0f}% of its limit" if pct > 100 else None, first_call_s=first,
-                                threads_used=None if cpu_ratio is None else round(cpu_ratio, 2),
-                                cache=w.cache, check=hooks.CHECK.get(mode, ""),
-                                fastest_mode=mode == hooks.FASTEST_MODE)
+    benchmark.extra_info.update(
+        bytes_moved=nbytes,
+        distinct_ids=distinct,
+        gbps=nbytes / median / 1e9,
+        limit_gbps=limit,
+        pct_of_limit=None if pct > 100 else pct,
+        model_error=f"{pct:.0f}% of its limit" if pct > 100 else None,
+        first_call_s=first,
+        threads_used=None if cpu_ratio is None else round(cpu_ratio, 2),
+        cache=w.cache,
+        check=hooks.CHECK.get(mode, ""),
+        fastest_mode=mode == hooks.FASTEST_MODE,
+    )
 
 
 def _kind_cases(kind, phase):
@@ -126,6 +140,7 @@ def _suite_test(kind: str, phase: str):
     """test_{kind}_{phase}, parametrized over every (backend, mode, workload) of that kind and
     phase, its ids backend-mode-shape: the names `gpt2-conformance bench` gives its rows
     (conformance/bench/benchmark_json.py SUITE_FILE), so the two JSONs compare."""
+
     @pytest.mark.parametrize("backend,mode,w", _kind_cases(kind, phase))
     def suite_test(benchmark, limit_gbps, flush, backend, mode, w):
         _bench(benchmark, limit_gbps, backend, mode, w, flush)

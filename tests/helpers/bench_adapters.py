@@ -30,7 +30,7 @@ class NativeNumpyAdapter(NumpyAdapter):
         from gpt2_conformance.api.bench import NativeBench
 
         def forward(ids, p):
-            return self.wte[ids] + self.wpe[p:p + ids.shape[1]]
+            return self.wte[ids] + self.wpe[p : p + ids.shape[1]]
 
         slowdown = self.SLOWDOWN or float(os.environ.get(SLOWDOWN_ENV, "0"))
         if slowdown:

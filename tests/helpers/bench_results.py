@@ -20,8 +20,9 @@ def blocks(median: float, rounds: int = 8, seed: int = 0) -> list[dict]:
     out = []
     for r in range(rounds):
         m = median * (1 + 0.2 * np.sin(r)) * (1 + 0.01 * rng.standard_normal())
-        out.append({"samples": [m * 0.99, m, m * 1.01], "calls_per_sample": 4, "cpu_ratio": 1.0,
-                    "faults_per_call": 0.0})
+        out.append(
+            {"samples": [m * 0.99, m, m * 1.01], "calls_per_sample": 4, "cpu_ratio": 1.0, "faults_per_call": 0.0}
+        )
     return out
 
 
@@ -37,15 +38,23 @@ def table(medians: dict[str, float], w: wl.Workload = BAR, limit: float | None =
     failed."""
     rows = []
     for i, (label, median) in enumerate(medians.items()):
-        row = session.Row(side(label), "suite", w, key_of("suite", w), {"first_call_s": 0.1},
-                          blocks=blocks(median, seed=i))
+        row = session.Row(
+            side(label), "suite", w, key_of("suite", w), {"first_call_s": 0.1}, blocks=blocks(median, seed=i)
+        )
         if label in errors:
             row.blocks, row.error = [], f"{label} failed"
         rows.append(row)
     for threads, factor in ((1, 2.0), (2, 1.0)) if limit is not None else ():
-        rows.append(session.Row(side(LIMIT), f"stream-{threads}", w, key_of(f"stream-{threads}", w),
-                                {"description": "numpy stream", "distinct_ids": w.batch * w.seq},
-                                blocks=blocks(limit * factor, seed=0)))
+        rows.append(
+            session.Row(
+                side(LIMIT),
+                f"stream-{threads}",
+                w,
+                key_of(f"stream-{threads}", w),
+                {"description": "numpy stream", "distinct_ids": w.batch * w.seq},
+                blocks=blocks(limit * factor, seed=0),
+            )
+        )
     return summary.workload_table(w, rows, "cpu")
 
 

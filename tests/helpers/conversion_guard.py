@@ -10,10 +10,19 @@ from contextlib import contextmanager
 # sys.setprofile sees every call made from Python code, C functions and methods included
 # (torch.from_numpy, Tensor.numpy, np.asarray, ...); what frameworks do inside their own C++
 # is not a numpy conversion of the adapter's making.
-CONVERSIONS = frozenset({
-    "from_numpy", "numpy", "__array__", "tolist", "to_numpy", "_numpy", "convert_to_numpy", "device_put",
-    "device_get",
-})
+CONVERSIONS = frozenset(
+    {
+        "from_numpy",
+        "numpy",
+        "__array__",
+        "tolist",
+        "to_numpy",
+        "_numpy",
+        "convert_to_numpy",
+        "device_put",
+        "device_get",
+    }
+)
 # numpy's own constructors, which frameworks also call on shapes, dtypes and Python scalars
 # (Keras and JAX do so on every eager op): one counts as a conversion when numpy allocated at
 # least this many bytes of array data during it (numpy reports its data to tracemalloc).

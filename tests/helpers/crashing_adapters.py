@@ -86,4 +86,3 @@ class LeavesItsFolderAndSegfaults(SegfaultInAssignRow):
         folder = tempfile.mkdtemp(prefix="gpt2c-test-leaves-")
         with open(os.environ[FOLDERS_RECORD], "a") as record:
             record.write(f"{folder} {machine.private_cache_root()}\n")
-

@@ -60,8 +60,14 @@ def write_npz(directory, tensors: dict) -> str:
     return path
 
 
-def write_gguf(directory, tensors: dict, types: dict | None = None, name: str = "model.gguf",
-               arch: str = "gpt2", big_endian: bool = False) -> str:
+def write_gguf(
+    directory,
+    tensors: dict,
+    types: dict | None = None,
+    name: str = "model.gguf",
+    arch: str = "gpt2",
+    big_endian: bool = False,
+) -> str:
     """tensors[k] stored as types[k] ("F32", "F16", "BF16", "Q8_0", ...: gguf.quants.quantize; a
     uint8 array is taken as that type's raw blocks), or as its own numpy dtype when types has no
     entry for it."""
@@ -87,8 +93,13 @@ def write(fmt: str, directory, wte: np.ndarray, wpe: np.ndarray, extra: dict | N
     names = {"tf": TF_NAMES, "gguf": GGUF_NAMES}.get(fmt, HF_NAMES)
     tensors = {names["wte"]: wte, names["wpe"]: wpe, **(extra or {})}
     os.makedirs(directory, exist_ok=True)
-    return {"safetensors": write_safetensors, "torch": write_torch, "tf": write_tf, "npz": write_npz,
-            "gguf": write_gguf}[fmt](directory, tensors)
+    return {
+        "safetensors": write_safetensors,
+        "torch": write_torch,
+        "tf": write_tf,
+        "npz": write_npz,
+        "gguf": write_gguf,
+    }[fmt](directory, tensors)
 
 
 def random_wte(n_embd: int = 768, seed: int = 7) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Runs the suite on every mutant and writes the kill matrix (JSON and Markdown).
 
-    cd tests && python -m helpers.kill_matrix [OUT.json]   # prints the Markdown matrix of reports/kill-matrix.md
+cd tests && python -m helpers.kill_matrix [OUT.json]   # prints the Markdown matrix of reports/kill-matrix.md
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 import sys
 import time
 
-from helpers import mutants
-from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance import spec
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance.run.runner import run_in_process
+from helpers import mutants
 
 
 def run_all() -> dict:
@@ -20,9 +20,12 @@ def run_all() -> dict:
     for adapter in [NumpyAdapter, *mutants.ALL]:
         start = time.perf_counter()
         result = run_in_process(adapter, adapter.__name__)
-        out[adapter.__name__] = {"failed": sorted(result.failed()), "error": result.error,
-                                 "targets": sorted(getattr(adapter, "TARGETS", ())),
-                                 "seconds": round(time.perf_counter() - start, 1)}
+        out[adapter.__name__] = {
+            "failed": sorted(result.failed()),
+            "error": result.error,
+            "targets": sorted(getattr(adapter, "TARGETS", ())),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
     return out
 
 

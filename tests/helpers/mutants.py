@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance.api import gpt2
-from gpt2_conformance.api.validation import (check_ids_layout, check_past_length, check_positions,
-                                    check_tables, check_token_ids)
+from gpt2_conformance.api.validation import (
+    check_ids_layout,
+    check_past_length,
+    check_positions,
+    check_tables,
+    check_token_ids,
+)
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
 
 def _rows(table, index):
@@ -41,8 +46,10 @@ class _Mutant(NumpyAdapter):
 
 # -- positions ----------------------------------------------------------------------------
 
+
 class NoCacheOffset(_Mutant):
     """Positions restart at 0 with a KV cache: p_t = t."""
+
     TARGETS = frozenset({"POSITIONS-OFFSET", "POSITIONS-DECODE", "POSITIONS-CHUNKED"})
 
     def positions(self, seq_len, past_length):
@@ -51,6 +58,7 @@ class NoCacheOffset(_Mutant):
 
 class OffsetTwice(_Mutant):
     """The cache offset is added by the cache object and again by the caller."""
+
     TARGETS = frozenset({"POSITIONS-OFFSET", "POSITIONS-DECODE"})
 
     def positions(self, seq_len, past_length):
@@ -60,6 +68,7 @@ class OffsetTwice(_Mutant):
 class CachedTokensReturnedToo(_Mutant):
     """With a cache it returns h for the cached positions too, [B, past_length + T, d] (as an
     implementation that re-embeds the whole sequence it has seen), not [B, T, d]."""
+
     TARGETS = frozenset({"SHAPE-H"})
 
     def embed(self, ids, past_length=0):
@@ -73,6 +82,7 @@ class CachedTokensReturnedToo(_Mutant):
 
 class OffByOnePositions(_Mutant):
     """Positions start at 1 (1-based thinking): p_t = past_length + t + 1."""
+
     TARGETS = frozenset({"LOOKUP-EXACT", "BOUNDS-LAST-POSITION"})
 
     def positions(self, seq_len, past_length):
@@ -81,6 +91,7 @@ class OffByOnePositions(_Mutant):
 
 class ClampPositions(_Mutant):
     """No position check; positions clamped at 1023 (what jnp indexing does)."""
+
     TARGETS = frozenset({"BOUNDS-POSITION"})
 
     def check(self, ids, past_length):
@@ -101,6 +112,7 @@ class WrapPositions(ClampPositions):
 
 class ReversedWpe(_Mutant):
     """wpe read upside down (a table loaded with a flipped axis)."""
+
     TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-LEARNED-POSITIONS"})
 
     def positions(self, seq_len, past_length):
@@ -109,6 +121,7 @@ class ReversedWpe(_Mutant):
 
 class SinusoidalPositions(_Mutant):
     """Vaswani sin/cos position features instead of the learned wpe table."""
+
     TARGETS = frozenset({"LOOKUP-LEARNED-POSITIONS", "LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
@@ -122,6 +135,7 @@ class SinusoidalPositions(_Mutant):
 
 class BatchRowsMixed(_Mutant):
     """Gathers with ids transposed and reshaped back: batch rows trade tokens."""
+
     TARGETS = frozenset({"LOOKUP-BATCH-INDEPENDENT"})
 
     def embed(self, ids, past_length=0):
@@ -132,9 +146,11 @@ class BatchRowsMixed(_Mutant):
 
 # -- token ids ----------------------------------------------------------------------------
 
+
 class NarrowIdCast(_Mutant):
     """ids cast to int16 before the gather: ids >= 32768 wrap negative, then to the end. Both
     id dtypes go the same wrong way, so int32 and int64 still agree (LOOKUP-ID-DTYPES passes)."""
+
     TARGETS = frozenset({"LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
@@ -150,6 +166,7 @@ class NarrowIdCast(_Mutant):
 class Int32IdsNarrowed(_Mutant):
     """int32 ids take a "compact" path that stores them as int16: ids >= 32768 wrap, int64 ids
     are right (a dtype-dependent fast path)."""
+
     TARGETS = frozenset({"LOOKUP-ID-DTYPES"})
 
     def embed(self, ids, past_length=0):
@@ -162,6 +179,7 @@ class StridesIgnored(_Mutant):
     """A C extension that reads the ids' buffer as if it were C-contiguous, ignoring strides
     (Fortran-ordered and strided views come out scrambled). Views with negative strides it
     copies first, as PyArray_FROMANY with NPY_ARRAY_C_CONTIGUOUS would."""
+
     TARGETS = frozenset({"LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
@@ -188,6 +206,7 @@ def _c_read_stays_inside(ids: np.ndarray) -> bool:
 class LargeBatchFloat16Sum(_Mutant):
     """Above 32 rows a "memory-saving" path adds the rows in float16 (a batch-size-dependent
     path, as serving stacks have for their padded batch sizes)."""
+
     TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-BATCH-INDEPENDENT"})
 
     def embed(self, ids, past_length=0):
@@ -195,12 +214,15 @@ class LargeBatchFloat16Sum(_Mutant):
         if ids.shape[0] <= 32:
             return h
         tok = _rows(self.wte, ids).astype(np.float16)
-        return (tok + _rows(self.wpe, self.positions(ids.shape[1], past_length)).astype(np.float16)[None]).astype(h.dtype)
+        return (tok + _rows(self.wpe, self.positions(ids.shape[1], past_length)).astype(np.float16)[None]).astype(
+            h.dtype
+        )
 
 
 class NumpyIntPastLengthIgnored(_Mutant):
     """past_length is honoured only as a Python int: a numpy integer (np.int64 from shape
     arithmetic) or a 0-d array is silently taken as 0 (an isinstance(past, int) test)."""
+
     TARGETS = frozenset({"POSITIONS-OFFSET"})
 
     def check(self, ids, past_length):
@@ -211,6 +233,7 @@ class NumpyIntPastLengthIgnored(_Mutant):
 
 class NegativeIdsWrap(_Mutant):
     """Only the upper bound of token ids is checked: -1 silently reads the last row."""
+
     TARGETS = frozenset({"BOUNDS-TOKEN"})
 
     def check(self, ids, past_length):
@@ -223,6 +246,7 @@ class NegativeIdsWrap(_Mutant):
 
 class ZeroRowsOutOfRange(_Mutant):
     """No checks; out-of-range ids and positions give zero rows (TF's gather on GPU)."""
+
     TARGETS = frozenset({"BOUNDS-TOKEN", "BOUNDS-POSITION"})
 
     def check(self, ids, past_length):
@@ -231,7 +255,9 @@ class ZeroRowsOutOfRange(_Mutant):
     def embed(self, ids, past_length=0):
         ids, past_length = self.check(ids, past_length)
         pos = self.positions(ids.shape[1], past_length)
-        tok = np.where(((ids >= 0) & (ids < gpt2.N_VOCAB))[..., None], _rows(self.wte, np.clip(ids, 0, gpt2.N_VOCAB - 1)), 0)
+        tok = np.where(
+            ((ids >= 0) & (ids < gpt2.N_VOCAB))[..., None], _rows(self.wte, np.clip(ids, 0, gpt2.N_VOCAB - 1)), 0
+        )
         p_ok = (pos < gpt2.N_CTX)[:, None]
         return (tok + np.where(p_ok, _rows(self.wpe, np.minimum(pos, gpt2.N_CTX - 1)), 0)[None]).astype(self.wte.dtype)
 
@@ -249,6 +275,7 @@ class NaNRowsOutOfRange(ZeroRowsOutOfRange):
 
 class Int64IdsOnly(_Mutant):
     """Rejects int32 ids (a port that hard-codes torch.long)."""
+
     TARGETS = frozenset({"LOOKUP-ID-DTYPES"})
 
     def check(self, ids, past_length):
@@ -259,6 +286,7 @@ class Int64IdsOnly(_Mutant):
 
 class FloatIdsAccepted(_Mutant):
     """Casts ids to int without checking their dtype: 3.7 silently becomes 3."""
+
     TARGETS = frozenset({"BOUNDS-INPUT"})
 
     def check(self, ids, past_length):
@@ -268,6 +296,7 @@ class FloatIdsAccepted(_Mutant):
 
 class NegativePastAccepted(_Mutant):
     """past_length not validated: a negative one indexes wpe from the end."""
+
     TARGETS = frozenset({"BOUNDS-PAST-LENGTH"})
 
     def check(self, ids, past_length):
@@ -280,6 +309,7 @@ class NegativePastAccepted(_Mutant):
 
 class EmptySequenceCrash(_Mutant):
     """Checks ids with ids.max() and so crashes on T = 0."""
+
     TARGETS = frozenset({"SHAPE-EMPTY"})
 
     def check(self, ids, past_length):
@@ -290,6 +320,7 @@ class EmptySequenceCrash(_Mutant):
 
 class UnclearBoundsError(_Mutant):
     """Raises, but a bare RuntimeError that names neither the value nor the rule."""
+
     TARGETS = frozenset({"BOUNDS-MESSAGE"})
 
     def check(self, ids, past_length):
@@ -301,8 +332,10 @@ class UnclearBoundsError(_Mutant):
 
 # -- the sum ------------------------------------------------------------------------------
 
+
 class ScaleBySqrtD(_Mutant):
     """Token rows multiplied by sqrt(d), the Transformer-base habit."""
+
     TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-NO-SCALE"})
 
     def embed(self, ids, past_length=0):
@@ -313,6 +346,7 @@ class ScaleBySqrtD(_Mutant):
 
 class TokenTypeEmbedding(_Mutant):
     """BERT-style token-type table [2, d] added (type 0 everywhere)."""
+
     TARGETS = frozenset({"LOOKUP-EXACT", "LOOKUP-NO-EXTRA", "SHAPE-PARAMS"})
 
     def __init__(self, config=NumpyAdapter.__init__.__defaults__[0]):
@@ -328,6 +362,7 @@ class TokenTypeEmbedding(_Mutant):
 
 class DropoutLeftOn(_Mutant):
     """Embedding dropout (p = 0.1) still active at inference."""
+
     TARGETS = frozenset({"LOOKUP-NO-DROPOUT", "LOOKUP-EXACT"})
     _rng = np.random.default_rng(0)
 
@@ -339,6 +374,7 @@ class DropoutLeftOn(_Mutant):
 
 class SumInFloat16(_Mutant):
     """float32 tables added in float16 (an autocast region around the embedding)."""
+
     TARGETS = frozenset({"LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
@@ -350,6 +386,7 @@ class SumInFloat16(_Mutant):
 
 class Float16Truncated(_Mutant):
     """float16 tables made by truncating the mantissa instead of rounding to nearest-even."""
+
     TARGETS = frozenset({"DTYPE-FLOAT16"})
 
     def load_tables(self, wte, wpe):
@@ -361,6 +398,7 @@ class Float16Truncated(_Mutant):
 
 
 # -- initialisation -----------------------------------------------------------------------
+
 
 class _InitMutant(_Mutant):
     def draw(self, rng, shape, std):
@@ -382,24 +420,28 @@ class _NormalInit(_InitMutant):
 
 class WpeInitStd002(_NormalInit):
     """wpe drawn with wte's std 0.02 (one initializer shared by both tables)."""
+
     TARGETS = frozenset({"INIT-WPE"})
     wpe_std = 0.02
 
 
 class InitStdsSwapped(_NormalInit):
     """wte at 0.01 and wpe at 0.02."""
+
     TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
     wte_std, wpe_std = 0.01, 0.02
 
 
 class InitStdOff5Percent(_NormalInit):
     """Both stds 5% too large."""
+
     TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
     wte_std, wpe_std = 0.021, 0.0105
 
 
 class TruncatedNormalInit(_InitMutant):
     """tf.truncated_normal_initializer(stddev): cut at 2 std, so the std is 0.88 x."""
+
     TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
 
     def draw(self, rng, shape, std):
@@ -415,11 +457,13 @@ class TruncatedNormalInit(_InitMutant):
 
 class RescaledTruncatedNormalInit(TruncatedNormalInit):
     """Truncated at 2 std and rescaled to the right std: only the shape is wrong."""
+
     rescale = 1 / 0.8796256610342398  # std of N(0,1) truncated to [-2, 2]
 
 
 class UniformInit(_InitMutant):
     """Uniform with the right std (+-sqrt(3) std)."""
+
     TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
 
     def draw(self, rng, shape, std):
@@ -429,6 +473,7 @@ class UniformInit(_InitMutant):
 
 class WpeCopiesWte(_NormalInit):
     """wpe initialised as a scaled copy of wte's first rows (a shared buffer)."""
+
     TARGETS = frozenset({"INIT-DISTINCT"})
 
     def init_tables(self, seed):
@@ -438,8 +483,10 @@ class WpeCopiesWte(_NormalInit):
 
 # -- the tied head ------------------------------------------------------------------------
 
+
 class UntiedHeadCopy(_Mutant):
     """The head holds its own copy of wte taken at load time (a second [V, d] parameter)."""
+
     TARGETS = frozenset({"TIED-STORAGE", "TIED-GRAD", "SHAPE-PARAMS"})
 
     def load_tables(self, wte, wpe):
@@ -470,6 +517,7 @@ class UntiedHeadCopy(_Mutant):
 
 class OutputBias(_Mutant):
     """An lm_head bias [V] (nn.Linear's default bias=True)."""
+
     TARGETS = frozenset({"TIED-NO-BIAS", "SHAPE-PARAMS"})
 
     def __init__(self, config=NumpyAdapter.__init__.__defaults__[0]):
@@ -487,6 +535,7 @@ class HeadInTF32(_Mutant):
     """The tied head multiplies in TF32 (inputs rounded to 10-bit mantissas), the default for
     float32 matmuls in TensorFlow and JAX on recent GPUs: tied and exact in structure, not float32
     accurate."""
+
     TARGETS = frozenset({"TIED-LOGITS-FLOAT32"})
 
     def logits(self, h_final):
@@ -501,6 +550,7 @@ class HeadInTF32(_Mutant):
 
 class GradientWithoutHeadRole(_Mutant):
     """The head's use of wte is detached: dL/dwte has only the gather role."""
+
     TARGETS = frozenset({"TIED-GRAD"})
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
@@ -512,8 +562,10 @@ class GradientWithoutHeadRole(_Mutant):
 
 # -- shapes and storage -------------------------------------------------------------------
 
+
 class HardCodedSmall(_Mutant):
     """n_embd hard-coded to GPT-2 small's 768: the larger sizes cannot be built."""
+
     TARGETS = frozenset({"SHAPE-TABLES"})
 
     def load_tables(self, wte, wpe):
@@ -523,6 +575,7 @@ class HardCodedSmall(_Mutant):
 
 class FlatLogits(_Mutant):
     """The head's [B*T, V] result is not reshaped back (model.py line 172 forgotten)."""
+
     TARGETS = frozenset({"SHAPE-LOGITS"})
 
     def logits(self, h_final):
@@ -532,6 +585,7 @@ class FlatLogits(_Mutant):
 
 class TablesKeptInBfloat16(_Mutant):
     """Claims float32 but keeps the tables in bfloat16 to save memory."""
+
     TARGETS = frozenset({"DTYPE-FLOAT32-ROUNDTRIP"})
 
     def load_tables(self, wte, wpe):
@@ -543,6 +597,7 @@ class TablesKeptInBfloat16(_Mutant):
 class Bfloat16ByTruncation(_Mutant):
     """Claims bfloat16 but converts by dropping the low 16 bits (round toward zero), as
     early bfloat16 casts did, instead of rounding to nearest-even."""
+
     TARGETS = frozenset({"DTYPE-BFLOAT16"})
     capabilities = NumpyAdapter.capabilities.__class__(dtypes=("float32", "float16", "bfloat16"), gradients=True)
 
@@ -569,9 +624,11 @@ class Bfloat16ByTruncation(_Mutant):
 
 # -- the ids real pipelines send (spec.SENTINEL_IDS) ----------------------------------------
 
+
 class IgnoreIndexAsZeroRow(_Mutant):
     """-100 (CrossEntropyLoss' ignore_index, leaked from the labels) is embedded as a zero row,
     as a port that copied the loss's masking into the embedding; every other bad id raises."""
+
     TARGETS = frozenset({"BOUNDS-TOKEN"})
 
     def embed(self, ids, past_length=0):
@@ -586,6 +643,7 @@ class IgnoreIndexAsZeroRow(_Mutant):
 class PaddedVocabularyRows(_Mutant):
     """The table is padded to 50304 rows for speed (nanoGPT), and the check uses the padded
     size: ids 50257..50303 read the padding (zeros)."""
+
     TARGETS = frozenset({"BOUNDS-TOKEN"})
     PADDED = 50304
 
@@ -605,6 +663,7 @@ class PaddedVocabularyRows(_Mutant):
 
 class Int32MaxIsNoToken(_Mutant):
     """2^31 - 1, a C extension's "no token" marker, is skipped (a zero row) instead of raising."""
+
     TARGETS = frozenset({"BOUNDS-TOKEN"})
 
     def embed(self, ids, past_length=0):
@@ -619,10 +678,16 @@ class Int32MaxIsNoToken(_Mutant):
 class DecodeStepSkipsIdCheck(_Mutant):
     """The one-token decode fast path skips the id check (it was "already checked" in the
     prefill) and clamps: a bad id in a cached step reads the eos row."""
+
     TARGETS = frozenset({"BOUNDS-TOKEN"})
 
     def check(self, ids, past_length):
-        if ids.ndim == 2 and ids.shape[1] == 1 and np.issubdtype(ids.dtype, np.integer) and check_past_length(past_length) > 0:
+        if (
+            ids.ndim == 2
+            and ids.shape[1] == 1
+            and np.issubdtype(ids.dtype, np.integer)
+            and check_past_length(past_length) > 0
+        ):
             past_length = check_past_length(past_length)
             check_positions(1, past_length)
             return np.clip(ids, 0, gpt2.N_VOCAB - 1), past_length
@@ -631,9 +696,11 @@ class DecodeStepSkipsIdCheck(_Mutant):
 
 # -- table updates seen by every later call -------------------------------------------------
 
+
 class GatherTableNotRefreshed(_Mutant):
     """embed gathers from a contiguous copy of wte made at load time (for the fast path);
     assign_wte_row updates wte but not the copy, so the head sees the update and h does not."""
+
     TARGETS = frozenset({"STATE-UPDATES-SEEN"})
 
     def load_tables(self, wte, wpe):
@@ -653,6 +720,7 @@ class GatherTableNotRefreshed(_Mutant):
 class PrefixCacheKeyedByIds(_Mutant):
     """A prompt cache: h is kept per (ids, past_length) and served again on a hit, and nothing
     invalidates it when the tables change."""
+
     TARGETS = frozenset({"STATE-UPDATES-SEEN"})
 
     def embed(self, ids, past_length=0):
@@ -669,6 +737,7 @@ class PrefixCacheKeyedByIds(_Mutant):
 class HeadCacheStaleAfterLoad(_Mutant):
     """logits multiply by a transposed copy of wte made on first use; assign_wte_row refreshes
     it, load_tables forgets to."""
+
     TARGETS = frozenset({"STATE-UPDATES-SEEN"})
 
     def _head(self):
@@ -693,9 +762,11 @@ class HeadCacheStaleAfterLoad(_Mutant):
 
 # -- side effects: the caller's arrays ------------------------------------------------------
 
+
 class IdsSortedInPlace(_Mutant):
     """Sorts each row of the caller's ids in place to dedupe the gather (a C-extension habit),
     after computing h from them: h is right, the caller's ids are not."""
+
     TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
 
     def embed(self, ids, past_length=0):
@@ -708,6 +779,7 @@ class IdsSortedInPlace(_Mutant):
 class ReusedOutputBuffer(_Mutant):
     """Writes h into one preallocated buffer per shape and returns it: the h an earlier call
     returned is overwritten by the next call of that shape."""
+
     TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
 
     def embed(self, ids, past_length=0):
@@ -721,6 +793,7 @@ class ReusedOutputBuffer(_Mutant):
 class DecodeStepBufferReused(_Mutant):
     """Only the one-token decode path writes into a persistent [B, 1, d] buffer: a decode loop
     that keeps its steps' h finds every kept one equal to the last."""
+
     TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
 
     def embed(self, ids, past_length=0):
@@ -735,6 +808,7 @@ class DecodeStepBufferReused(_Mutant):
 
 class LogitsBufferReused(_Mutant):
     """The head writes into one preallocated logits buffer per shape (np.matmul(out=))."""
+
     TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
 
     def logits(self, h_final):
@@ -748,19 +822,22 @@ class LogitsBufferReused(_Mutant):
 class CotangentAccumulatedInPlace(_Mutant):
     """gradients adds the head's part into the caller's cotangent_h (astype(copy=False) of a
     float32 array is that array): dL/dh is right, the caller's cotangent is changed."""
+
     TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         grads = super().gradients(ids, past_length, cotangent_h, cotangent_logits)
         grad_h = cotangent_h.astype(np.float32, copy=False)
-        grad_h += (cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32) @ self.wte.astype(np.float32)
-                   ).reshape(grad_h.shape)
+        grad_h += (cotangent_logits.reshape(-1, gpt2.N_VOCAB).astype(np.float32) @ self.wte.astype(np.float32)).reshape(
+            grad_h.shape
+        )
         return grads
 
 
 class TablesNotCopied(_Mutant):
     """load_tables keeps the caller's float32 arrays (astype(copy=False)): an in-place update
     then writes into the caller's table (and fails on a read-only one)."""
+
     TARGETS = frozenset({"STATE-NO-SIDE-EFFECTS"})
 
     def load_tables(self, wte, wpe):
@@ -774,9 +851,11 @@ class TablesNotCopied(_Mutant):
 
 # -- dropout whose mask is the same every call ---------------------------------------------
 
+
 class DropoutFixedSeed(_Mutant):
     """Embedding dropout (p = 0.1) left on, its mask drawn from a generator re-seeded on every
     call (a fixed PRNG key): the same input gives the same answer twice."""
+
     TARGETS = frozenset({"LOOKUP-NO-DROPOUT", "LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
@@ -788,6 +867,7 @@ class DropoutFixedSeed(_Mutant):
 class DropoutMaskPerPosition(_Mutant):
     """Dropout left on with a mask buffer precomputed for the 1024 positions (no rescale), sliced
     by position: deterministic, the same for every batch row and every cache offset."""
+
     TARGETS = frozenset({"LOOKUP-NO-DROPOUT", "LOOKUP-EXACT"})
 
     def embed(self, ids, past_length=0):
@@ -797,5 +877,8 @@ class DropoutMaskPerPosition(_Mutant):
         return np.where(mask[p : p + h.shape[1]][None], h, 0).astype(h.dtype)
 
 
-ALL = [obj for name, obj in sorted(globals().items())
-       if isinstance(obj, type) and issubclass(obj, _Mutant) and not name.startswith("_")]
+ALL = [
+    obj
+    for name, obj in sorted(globals().items())
+    if isinstance(obj, type) and issubclass(obj, _Mutant) and not name.startswith("_")
+]

@@ -34,8 +34,11 @@ class RawIndexing(JaxAdapter):
 
 
 _take_fill_embed = jax.jit(
-    lambda p, tokens, positions: jnp.take(p["wte"], tokens, axis=0)  # mode="fill": NaN rows, no error
-    + p["wpe"][positions])
+    lambda p, tokens, positions: (
+        jnp.take(p["wte"], tokens, axis=0)  # mode="fill": NaN rows, no error
+        + p["wpe"][positions]
+    )
+)
 
 
 class TakeFillsNaN(JaxAdapter):
@@ -102,6 +105,12 @@ class Int64Wraps(JaxAdapter):
 
 DIRECT = [CheckifyErrorDropped, Int64Wraps]  # checked directly in tests/test_backend_jax.py
 
-ALL = [obj for name, obj in sorted(globals().items())
-       if isinstance(obj, type) and issubclass(obj, JaxAdapter) and obj is not JaxAdapter
-       and not name.startswith("_") and obj not in DIRECT]
+ALL = [
+    obj
+    for name, obj in sorted(globals().items())
+    if isinstance(obj, type)
+    and issubclass(obj, JaxAdapter)
+    and obj is not JaxAdapter
+    and not name.startswith("_")
+    and obj not in DIRECT
+]

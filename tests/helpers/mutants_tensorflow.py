@@ -14,8 +14,8 @@ from gpt2_conformance.api.validation import check_ids_layout, check_past_length
 from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
 from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, checked_gather_add, gather_add
 
-
 # -- the models: the wrong code -----------------------------------------------------------
+
 
 class RawGatherModel(GPT2Embedding):
     """model.py line 157 as written, without the explicit bounds checks (position and token id).
@@ -57,28 +57,40 @@ class UntiedHeadModel(GPT2Embedding):
     @tf.function(reduce_retracing=True)
     def logits(self, h):
         shape = tf.shape(h)  # GPT2Embedding.logits with self.head in wte's place
-        out = tf.transpose(tf.matmul(tf.cast(self.head, tf.float32), tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]]),
-                                     transpose_b=True))
+        out = tf.transpose(
+            tf.matmul(
+                tf.cast(self.head, tf.float32), tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]]), transpose_b=True
+            )
+        )
         return tf.cast(tf.reshape(out, tf.concat([shape[:-1], [self.n_vocab]], 0)), self.wte.dtype)
 
 
 # -- the mutants: TensorFlowAdapter on each model --------------------------------------------
 
+
 class RawGather(TensorFlowAdapter):
     """tf.gather without the explicit bounds checks (see RawGatherModel)."""
+
     model_class = RawGatherModel
 
 
 class CheckedUnderXLA(TensorFlowAdapter):
     """The checked forward under jit_compile=True (see CheckedUnderXLAModel)."""
+
     model_class = CheckedUnderXLAModel
 
 
 class UntiedHead(TensorFlowAdapter):
     """The head on a copy of wte (see UntiedHeadModel)."""
+
     model_class = UntiedHeadModel
 
 
-ALL = [obj for name, obj in sorted(globals().items())
-       if isinstance(obj, type) and issubclass(obj, TensorFlowAdapter) and obj is not TensorFlowAdapter
-       and not name.startswith("_")]
+ALL = [
+    obj
+    for name, obj in sorted(globals().items())
+    if isinstance(obj, type)
+    and issubclass(obj, TensorFlowAdapter)
+    and obj is not TensorFlowAdapter
+    and not name.startswith("_")
+]

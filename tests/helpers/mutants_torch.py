@@ -19,12 +19,16 @@ from gpt2_conformance.backends.torch.model import GPT2Embedding
 
 def _raw_input_checks(ids, past_length):
     """The layout and past_length checks only: the mutants below drop just the bounds."""
-    check_ids_layout(tuple(ids.shape), str(ids.dtype).removeprefix("torch."),
-                     not (ids.dtype.is_floating_point or ids.dtype == torch.bool))
+    check_ids_layout(
+        tuple(ids.shape),
+        str(ids.dtype).removeprefix("torch."),
+        not (ids.dtype.is_floating_point or ids.dtype == torch.bool),
+    )
     return check_past_length(past_length)
 
 
 # -- the models: the wrong code -----------------------------------------------------------
+
 
 class _EmbeddingNoBoundsCheckModel(GPT2Embedding):
     """nn.Embedding trusted to reject bad indices: on CPU it does raise, but
@@ -50,8 +54,9 @@ class _UntiedHeadModel(GPT2Embedding):
 
     def __init__(self, n_embd, *, device=None, dtype=None):  # skip_init needs `device` spelled out
         super().__init__(n_embd, device=device, dtype=dtype)
-        self.lm_head = nn.Linear(n_embd, self.n_vocab, bias=False,
-                                 device=self.wte.weight.device, dtype=self.wte.weight.dtype)
+        self.lm_head = nn.Linear(
+            n_embd, self.n_vocab, bias=False, device=self.wte.weight.device, dtype=self.wte.weight.dtype
+        )
 
     def head(self, h):
         weight = self.lm_head.weight
@@ -69,31 +74,39 @@ class _ScaleGradByFreqModel(GPT2Embedding):
 
 # -- the mutants: TorchAdapter on each model -------------------------------------------------
 
+
 class EmbeddingNoBoundsCheck(TorchAdapter):
     """No bounds checks of its own: nn.Embedding's IndexError is the only one (see the model)."""
+
     model_class = _EmbeddingNoBoundsCheckModel
 
 
 class IndexingNoBoundsCheck(TorchAdapter):
     """No bounds checks, tensor indexing and a slice for the gathers (see the model)."""
+
     model_class = _TensorIndexingNoBoundsCheckModel
 
 
 class UntiedHeadCopy(TorchAdapter):
     """An untied lm_head filled from the same wte array at load time (see the model)."""
+
     model_class = _UntiedHeadModel
 
     def load_tables(self, wte, wpe):
         """As a checkpoint converter that fills lm_head.weight from the same wte array would."""
-        self.model.load_state_dict({"wte.weight": from_numpy(wte), "wpe.weight": from_numpy(wpe),
-                                    "lm_head.weight": from_numpy(wte)})
+        self.model.load_state_dict(
+            {"wte.weight": from_numpy(wte), "wpe.weight": from_numpy(wpe), "lm_head.weight": from_numpy(wte)}
+        )
 
 
 class ScaleGradByFreq(TorchAdapter):
     """wte built with scale_grad_by_freq=True (see the model)."""
+
     model_class = _ScaleGradByFreqModel
 
 
-ALL = [obj for name, obj in sorted(globals().items())
-       if isinstance(obj, type) and issubclass(obj, TorchAdapter) and obj is not TorchAdapter
-       and not name.startswith("_")]
+ALL = [
+    obj
+    for name, obj in sorted(globals().items())
+    if isinstance(obj, type) and issubclass(obj, TorchAdapter) and obj is not TorchAdapter and not name.startswith("_")
+]

@@ -15,8 +15,9 @@ from gpt2_conformance.run import report
 WAIVER_LINK = "https://github.com/o/r/blob/v1/x.py#L9"  # the source link of every waived clause below
 
 
-def suite_result(backend="numpy", device="cpu", statuses=None, environment=None, fp=None, spec_version=None,
-                 drop=()) -> res.SuiteResult:
+def suite_result(
+    backend="numpy", device="cpu", statuses=None, environment=None, fp=None, spec_version=None, drop=()
+) -> res.SuiteResult:
     """A SuiteResult with every clause PASS except those in `statuses` {clause id: status}."""
     statuses = statuses or {}
     clauses = []
@@ -28,8 +29,16 @@ def suite_result(backend="numpy", device="cpu", statuses=None, environment=None,
         message = "" if status == res.PASS else f"{c.id} went wrong"
         clauses.append(res.ClauseResult(c, status, message, [], waiver))
     env = {"python": "3.11", "golden_data": "shipped fixtures"} | (environment or {})
-    return res.SuiteResult(backend, device, spec_version or spec.SPEC_VERSION, clauses, 1.0, env, parity=fp or {},
-                           created="2026-11-30T10:00:00+00:00")
+    return res.SuiteResult(
+        backend,
+        device,
+        spec_version or spec.SPEC_VERSION,
+        clauses,
+        1.0,
+        env,
+        parity=fp or {},
+        created="2026-11-30T10:00:00+00:00",
+    )
 
 
 def write(tmp_path, name, result_or_dict) -> str:
@@ -48,7 +57,10 @@ def bench_json(backend="numpy", median=0.004, node="host-a") -> dict:
     from gpt2_conformance.bench.benchmark_json import BenchmarkJSON
     from helpers.bench_results import META, table
 
-    tables = [table({backend: median}, w, limit=2 * median) for w in (wl.standard("forward_prefill"), wl.standard("forward_decode"))]
+    tables = [
+        table({backend: median}, w, limit=2 * median)
+        for w in (wl.standard("forward_prefill"), wl.standard("forward_decode"))
+    ]
     doc = BenchmarkJSON().render(tables, META)
     doc["machine_info"]["node"] = node
     return doc

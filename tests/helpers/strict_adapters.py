@@ -14,8 +14,8 @@ import dataclasses
 
 import numpy as np
 
-from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.backends.numpy.adapter import NumpyAdapter
 
 VIOLATIONS: list[str] = []  # every call outside the claims, in this process
 
@@ -25,8 +25,12 @@ class StrictCallError(Exception):
 
 
 def _is_zero(past_length) -> bool:
-    return not isinstance(past_length, (bool, np.bool_)) and np.ndim(past_length) == 0 and \
-        np.issubdtype(np.asarray(past_length).dtype, np.integer) and int(past_length) == 0
+    return (
+        not isinstance(past_length, (bool, np.bool_))
+        and np.ndim(past_length) == 0
+        and np.issubdtype(np.asarray(past_length).dtype, np.integer)
+        and int(past_length) == 0
+    )
 
 
 class _Strict(NumpyAdapter):
@@ -86,5 +90,16 @@ NoDevice = strict("NoDevice", devices=())
 # picoGPT-like: a forward for inference from loaded weights, nothing else
 PicoGPTLike = strict("PicoGPTLike", kv_cache=False, init=False, gradients=False, mutable_tables=False)
 
-ALL = [NoCache, NoTiedHead, NoInit, NoGradients, ImmutableTables, OnlySmall, OnlyMedium, Float32Only, Float16Only,
-       NoDevice, PicoGPTLike]
+ALL = [
+    NoCache,
+    NoTiedHead,
+    NoInit,
+    NoGradients,
+    ImmutableTables,
+    OnlySmall,
+    OnlyMedium,
+    Float32Only,
+    Float16Only,
+    NoDevice,
+    PicoGPTLike,
+]

@@ -4,5 +4,12 @@ zero block, no final norm; no hub). See adapter.py, model.py and waivers.toml.""
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="ctranslate2", adapter="adapter:CTranslate2Adapter", requires=("ctranslate2",),
-                  kind=JUDGED, extra="ctranslate2", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="ctranslate2",
+    adapter="adapter:CTranslate2Adapter",
+    requires=("ctranslate2",),
+    kind=JUDGED,
+    extra="ctranslate2",
+    waivers="waivers.toml",
+    bench="bench",
+)

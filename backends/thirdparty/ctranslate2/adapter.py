@@ -49,16 +49,24 @@ from gpt2_conformance.backends.thirdparty.ctranslate2 import model
 
 class CTranslate2Adapter(Adapter):
     capabilities = Capabilities(
-        dtypes=("float32",), devices=("cpu",), kv_cache=True, tied_head=True, init=False, gradients=False,
+        dtypes=("float32",),
+        devices=("cpu",),
+        kv_cache=True,
+        tied_head=True,
+        init=False,
+        gradients=False,
         mutable_tables=False,
         black_box="GPT-2 decoder written with CTranslate2's TransformerDecoderModelSpec (one zero block, no final "
-                  "norm), run by ctranslate2.Generator on the CPU; h = forward_batch's output with an identity head; "
-                  "h after a cache = generate_batch's per-step head output after a cached static prompt of past_length tokens; "
-                  "logits = its output projection (wte) on h_final rows written as a model's token table")
+        "norm), run by ctranslate2.Generator on the CPU; h = forward_batch's output with an identity head; "
+        "h after a cache = generate_batch's per-step head output after a cached static prompt of past_length tokens; "
+        "logits = its output projection (wte) on h_final rows written as a model's token table",
+    )
 
     @classmethod
     def implementation(cls) -> str:
-        return f"CTranslate2 {ctranslate2.__version__} (CPU, float32) running a GPT-2 decoder spec written by the adapter"
+        return (
+            f"CTranslate2 {ctranslate2.__version__} (CPU, float32) running a GPT-2 decoder spec written by the adapter"
+        )
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
@@ -72,8 +80,9 @@ class CTranslate2Adapter(Adapter):
         return machine.threads()  # this process's share of the cores when several run at once
 
     def _load(self, path: str, files: dict | None = None):
-        return ctranslate2.Generator(path, device="cpu", compute_type="float32", intra_threads=self.intra_threads,
-                                     files=files)
+        return ctranslate2.Generator(
+            path, device="cpu", compute_type="float32", intra_threads=self.intra_threads, files=files
+        )
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
@@ -105,9 +114,15 @@ class CTranslate2Adapter(Adapter):
     def _after_cache(self, ids, past: list[str]):
         """h at len(past) + t: each step's head output of generate_batch after the cached prompt."""
         results = self.generator.generate_batch(
-            [[model.token(i) for i in row] for row in ids.tolist()], static_prompt=past, cache_static_prompt=True,
-            include_prompt_in_result=True, max_length=ids.shape[-1], return_logits_vocab=True, beam_size=1,
-            sampling_topk=1)
+            [[model.token(i) for i in row] for row in ids.tolist()],
+            static_prompt=past,
+            cache_static_prompt=True,
+            include_prompt_in_result=True,
+            max_length=ids.shape[-1],
+            return_logits_vocab=True,
+            beam_size=1,
+            sampling_topk=1,
+        )
         if not results:
             return np.zeros(ids.shape + (self._wte.shape[1],), np.float32)
         return np.stack([np.stack([np.asarray(step) for step in result.logits[0]]) for result in results])
@@ -119,10 +134,10 @@ class CTranslate2Adapter(Adapter):
         if self.head is None:
             self.head = model.HeadModel(self._wte)
         for start in range(0, len(rows), model.HEAD_ROWS):
-            chunk = rows[start:start + model.HEAD_ROWS]
+            chunk = rows[start : start + model.HEAD_ROWS]
             self.head.write_rows(chunk)
             generator = self._load("gpt2c-ct2-head", files=self.head.files())  # a name, not a path: in memory
-            out[start:start + len(chunk)] = np.asarray(generator.forward_batch([list(range(len(chunk)))]))[0]
+            out[start : start + len(chunk)] = np.asarray(generator.forward_batch([list(range(len(chunk)))]))[0]
             del generator
         return out.reshape(h_final.shape[:-1] + (gpt2.N_VOCAB,))
 

@@ -71,20 +71,39 @@ def native_bench(adapter, device: str):
         if not past_length:
             return adapter.generator.forward_batch(dense, lengths)
         return adapter.generator.generate_batch(
-            tokens, static_prompt=prompt(past_length), cache_static_prompt=True, include_prompt_in_result=True,
-            max_length=len(tokens[0]), return_logits_vocab=True, beam_size=1, sampling_topk=1)
+            tokens,
+            static_prompt=prompt(past_length),
+            cache_static_prompt=True,
+            include_prompt_in_result=True,
+            max_length=len(tokens[0]),
+            return_logits_vocab=True,
+            beam_size=1,
+            sampling_topk=1,
+        )
 
     def step(ids, past_length):
         if "generator" not in tied:
             tied["generator"] = _tied_generator(adapter)
         _, _, tokens = ids
         return tied["generator"].generate_batch(
-            tokens, static_prompt=prompt(past_length) or None, cache_static_prompt=True,
-            include_prompt_in_result=False, max_length=1, return_logits_vocab=True, beam_size=1, sampling_topk=1)
+            tokens,
+            static_prompt=prompt(past_length) or None,
+            cache_static_prompt=True,
+            include_prompt_in_result=False,
+            max_length=1,
+            return_logits_vocab=True,
+            beam_size=1,
+            sampling_topk=1,
+        )
 
-    return NativeBench(put=put, forward=forward, logits=None, step=step,
-                       description="forward_batch on int32 StorageViews (put once) from position 0; generate_batch's "
-                                   "per-step head output after a cached static prompt of past_length tokens; the decode "
-                                   "step is CTranslate2's own generation step of a tied model (its zero block, head and "
-                                   "greedy pick included); the head alone is not timed",
-                       threads=f"intra_threads = {adapter.intra_threads}")
+    return NativeBench(
+        put=put,
+        forward=forward,
+        logits=None,
+        step=step,
+        description="forward_batch on int32 StorageViews (put once) from position 0; generate_batch's "
+        "per-step head output after a cached static prompt of past_length tokens; the decode "
+        "step is CTranslate2's own generation step of a tied model (its zero block, head and "
+        "greedy pick included); the head alone is not timed",
+        threads=f"intra_threads = {adapter.intra_threads}",
+    )

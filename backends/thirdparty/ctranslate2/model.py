@@ -43,8 +43,8 @@ def save(folder: str, token_table: np.ndarray, position_table: np.ndarray, proje
     """A GPT-2-shaped decoder (module docstring) saved in `folder`; returns the folder."""
     d = token_table.shape[1]
     spec = transformer_spec.TransformerDecoderModelSpec.from_config(
-        1, max(1, d // HEAD_DIM), pre_norm=True, activation=common_spec.Activation.GELUTanh,
-        no_final_norm=True)
+        1, max(1, d // HEAD_DIM), pre_norm=True, activation=common_spec.Activation.GELUTanh, no_final_norm=True
+    )
     decoder = spec.decoder
     decoder.scale_embeddings = False  # GPT2Loader.set_decoder: GPT-2 does not scale by sqrt(d)
     decoder.embeddings.weight = token_table

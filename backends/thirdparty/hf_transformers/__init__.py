@@ -3,5 +3,12 @@ GPT2Config with random init (no hub). See adapter.py and waivers.toml."""
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="hf-transformers", adapter="adapter:HFTransformersAdapter", requires=("torch", "transformers"),
-                  kind=JUDGED, extra="hf", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="hf-transformers",
+    adapter="adapter:HFTransformersAdapter",
+    requires=("torch", "transformers"),
+    kind=JUDGED,
+    extra="hf",
+    waivers="waivers.toml",
+    bench="bench",
+)

@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 import transformers
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 from transformers import initialization as hf_init
 
-from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 
@@ -50,15 +49,24 @@ class StopAtBlock0(Exception):
 
 def gpt2_config(n_embd: int) -> GPT2Config:
     """GPT-2's hyperparameters at width n_embd; one block (the embedding does not care)."""
-    return GPT2Config(vocab_size=gpt2.N_VOCAB, n_positions=gpt2.N_CTX, n_embd=n_embd, n_layer=1,
-                      n_head=_N_HEAD.get(n_embd, 1), tie_word_embeddings=True)
+    return GPT2Config(
+        vocab_size=gpt2.N_VOCAB,
+        n_positions=gpt2.N_CTX,
+        n_embd=n_embd,
+        n_layer=1,
+        n_head=_N_HEAD.get(n_embd, 1),
+        tie_word_embeddings=True,
+    )
 
 
 class HFTransformersAdapter(TorchBlackBoxAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(TORCH_DTYPES), devices=("cpu",), gradients=True,
+        dtypes=tuple(TORCH_DTYPES),
+        devices=("cpu",),
+        gradients=True,
         black_box="h = GPT2Model hidden_states[0] (input of block 0, eval mode); offset from a "
-                  "DynamicCache holding past_length entries; logits = lm_head(h)")
+        "DynamicCache holding past_length entries; logits = lm_head(h)",
+    )
     FULL_FORWARD = False  # True: run every block and read output.hidden_states[0]
     PARAMETER_PREFIXES = ("transformer.wte.", "transformer.wpe.", "lm_head.")
 
@@ -123,8 +131,9 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
         cache = self._cache(input_ids.shape[0], past_length) if past_length else None
         self._captured = None
         try:
-            out = self.model.transformer(input_ids=input_ids, cache=cache, use_cache=cache is not None,
-                                         output_hidden_states=self.FULL_FORWARD)
+            out = self.model.transformer(
+                input_ids=input_ids, cache=cache, use_cache=cache is not None, output_hidden_states=self.FULL_FORWARD
+            )
         except StopAtBlock0:
             return self._captured
         if out.hidden_states is not None:

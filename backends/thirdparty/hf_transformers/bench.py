@@ -37,6 +37,10 @@ def native_bench(adapter, device: str):
             pass
         return adapter._captured
 
-    return torch_bench.native(adapter, device, forward,
-                              "GPT2Model.forward on torch tensors to block 0's input (a DynamicCache of past_length "
-                              "entries, built at the untimed first call); head lm_head")
+    return torch_bench.native(
+        adapter,
+        device,
+        forward,
+        "GPT2Model.forward on torch tensors to block 0's input (a DynamicCache of past_length "
+        "entries, built at the untimed first call); head lm_head",
+    )

@@ -7,6 +7,13 @@ from gpt2_conformance.api.backend import CACHE, JUDGED, Backend
 # hundreds of shapes. As for the jax backend, the suite's processes keep what they compiled in
 # JAX's persistent compilation cache (keyed by the program, JAX's version and the device), so a
 # shard or a later run loads it: 64 s for a first verdict, 51 s once the cache holds it.
-BACKEND = Backend(name="keras-hub-jax", adapter="adapter:KerasHubJaxAdapter", requires=("keras_hub", "keras", "jax"),
-                  kind=JUDGED, extra="keras-hub", waivers="waivers.toml", bench="bench",
-                  child_env={"JAX_COMPILATION_CACHE_DIR": CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"})
+BACKEND = Backend(
+    name="keras-hub-jax",
+    adapter="adapter:KerasHubJaxAdapter",
+    requires=("keras_hub", "keras", "jax"),
+    kind=JUDGED,
+    extra="keras-hub",
+    waivers="waivers.toml",
+    bench="bench",
+    child_env={"JAX_COMPILATION_CACHE_DIR": CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"},
+)

@@ -3,5 +3,12 @@ backends/thirdparty/keras_hub_common.py and waivers.toml here)."""
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="keras-hub-torch", adapter="adapter:KerasHubTorchAdapter", requires=("keras_hub", "keras", "torch"),
-                  kind=JUDGED, extra="keras-hub", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="keras-hub-torch",
+    adapter="adapter:KerasHubTorchAdapter",
+    requires=("keras_hub", "keras", "torch"),
+    kind=JUDGED,
+    extra="keras-hub",
+    waivers="waivers.toml",
+    bench="bench",
+)

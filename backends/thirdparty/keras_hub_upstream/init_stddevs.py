@@ -4,23 +4,30 @@ with 0.02: GPT-2 does the opposite (wte 0.02, wpe 0.01).
 Standalone: needs only keras-hub, Keras, its backend and numpy. Exits 1 while the two stds are
 swapped, 0 once they are GPT-2's. The stddev is a constant of the initializer, independent of
 the width."""
+
 import os
 
 os.environ["KERAS_BACKEND"] = "{{KERAS_BACKEND}}"  # Keras reads it once, when first imported
 
 import sys
 
-import numpy as np
 import keras
 import keras_hub
+import numpy as np
 
 # GPT-2 as keras-hub builds it, from explicit arguments (no preset, no download), random init:
 # GPT-2's vocabulary (50257) and context (1024), one block. WIDTH is small because nothing
 # shown here depends on it.
 WIDTH = 64
 keras.utils.set_random_seed(0)
-backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
-                                         intermediate_dim=4 * WIDTH, max_sequence_length=1024)
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=50257,
+    num_layers=1,
+    num_heads=1,
+    hidden_dim=WIDTH,
+    intermediate_dim=4 * WIDTH,
+    max_sequence_length=1024,
+)
 
 wte = np.asarray(keras.ops.convert_to_numpy(backbone.token_embedding.embeddings))
 wpe = np.asarray(keras.ops.convert_to_numpy(backbone.position_embedding.position_embeddings))

@@ -5,5 +5,12 @@ adapter.py and waivers.toml."""
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="llama-cpp", adapter="adapter:LlamaCppAdapter", requires=("llama_cpp", "gguf"),
-                  kind=JUDGED, extra="llama-cpp", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="llama-cpp",
+    adapter="adapter:LlamaCppAdapter",
+    requires=("llama_cpp", "gguf"),
+    kind=JUDGED,
+    extra="llama-cpp",
+    waivers="waivers.toml",
+    bench="bench",
+)

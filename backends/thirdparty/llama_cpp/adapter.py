@@ -104,7 +104,7 @@ class _Engine:
         llama_cpp.llama_log_set(sink, None)
 
     @classmethod
-    def get(cls) -> "_Engine":
+    def get(cls) -> _Engine:
         if cls._instance is None:
             cls._instance = cls()
         return cls._instance
@@ -112,19 +112,27 @@ class _Engine:
 
 class LlamaCppAdapter(Adapter):
     capabilities = Capabilities(
-        dtypes=("float32",), devices=("cpu",), kv_cache=True, tied_head=True, init=False, gradients=False,
+        dtypes=("float32",),
+        devices=("cpu",),
+        kv_cache=True,
+        tied_head=True,
+        init=False,
+        gradients=False,
         mutable_tables=False,
         black_box="GPT-2 GGUF (gguf.GGUFWriter, one zero block) run by llama.cpp through llama-cpp-python's C API; "
-                  "h = the graph's 'inpL' tensor read by the eval callback (cb_eval); offset = past_length tokens "
-                  "decoded into the KV cache before the row; logits = its tied head with h_final written into its "
-                  "input ('result_norm') by the callback")
+        "h = the graph's 'inpL' tensor read by the eval callback (cb_eval); offset = past_length tokens "
+        "decoded into the KV cache before the row; logits = its tied head with h_final written into its "
+        "input ('result_norm') by the callback",
+    )
 
     @classmethod
     def implementation(cls) -> str:
         from importlib.metadata import version
 
-        return (f"llama.cpp (llama-cpp-python {version('llama-cpp-python')}, CPU) running a GPT-2 GGUF written by "
-                f"gguf {version('gguf')}")
+        return (
+            f"llama.cpp (llama-cpp-python {version('llama-cpp-python')}, CPU) running a GPT-2 GGUF written by "
+            f"gguf {version('gguf')}"
+        )
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
@@ -148,8 +156,10 @@ class LlamaCppAdapter(Adapter):
             ne = (ctypes.c_int64 * 4).from_address(tensor + _NE_OFFSET)
             buffer = self._head_input if self._head_input is not None else np.empty((ne[1], ne[0]), np.float32)
             if (ne[1], ne[0]) != buffer.shape or buffer.nbytes != ggml.ggml_nbytes(tensor):
-                self._capture_error = (f"llama.cpp's {wanted} holds {ggml.ggml_nbytes(tensor)} bytes as "
-                                       f"[{ne[1]}, {ne[0]}], not float32 {tuple(buffer.shape)}")
+                self._capture_error = (
+                    f"llama.cpp's {wanted} holds {ggml.ggml_nbytes(tensor)} bytes as "
+                    f"[{ne[1]}, {ne[0]}], not float32 {tuple(buffer.shape)}"
+                )
                 return False
             if self._head_input is not None:  # the head's input becomes h_final, before the head reads it
                 ggml.ggml_backend_tensor_set(tensor, buffer.ctypes.data, 0, buffer.nbytes)
@@ -216,12 +226,14 @@ class LlamaCppAdapter(Adapter):
         """tokens into llama.cpp's cache, n_batch at a time as llama-cpp-python's Llama.eval feeds
         them (llama_decode asserts n_tokens <= n_batch: a caller's contract, not a check of input)."""
         for t in tokens:
-            if not -2**31 <= t < 2**31:
-                raise OverflowError(f"LlamaCppAdapter: token id {t} does not fit llama_token (int32_t), the type of "
-                                    "llama.cpp's batch; it cannot be passed to llama_decode")
+            if not -(2**31) <= t < 2**31:
+                raise OverflowError(
+                    f"LlamaCppAdapter: token id {t} does not fit llama_token (int32_t), the type of "
+                    "llama.cpp's batch; it cannot be passed to llama_decode"
+                )
         n_batch = llama_cpp.llama_n_batch(self.ctx)
         for start in range(0, max(len(tokens), 1), n_batch):  # an empty row is one (empty) call
-            chunk = tokens[start:start + n_batch]
+            chunk = tokens[start : start + n_batch]
             array = (llama_cpp.llama_token * len(chunk))(*chunk)
             self.engine.log.clear()
             self.check_status(llama_cpp.llama_decode(self.ctx, llama_cpp.llama_batch_get_one(array, len(chunk))))
@@ -239,7 +251,7 @@ class LlamaCppAdapter(Adapter):
         pieces = []
         for start in range(0, max(len(row), 1), n_batch):  # an empty row is one (empty) call
             llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self.ctx), True)
-            logits = self.head_call(np.ascontiguousarray(row[start:start + n_batch], np.float32), 0)
+            logits = self.head_call(np.ascontiguousarray(row[start : start + n_batch], np.float32), 0)
             pieces.append(logits.copy())  # llama.cpp's output buffer is reused by the next call
         return np.concatenate(pieces)
 
@@ -285,8 +297,9 @@ class LlamaCppAdapter(Adapter):
         """llama_decode's status as llama-cpp-python's LlamaContext.decode raises it, with the lines
         llama.cpp logged during the call."""
         if code != 0:
-            raise RuntimeError(f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}"
-                                                                   if self.engine.log else ""))
+            raise RuntimeError(
+                f"llama_decode returned {code}" + (f"; llama.cpp logged: {self._log_tail()}" if self.engine.log else "")
+            )
 
     def _log_tail(self) -> str:
         return " ".join(line.strip() for line in self.engine.log[-6:] if line.strip())[:800]

@@ -61,8 +61,12 @@ def native_bench(adapter, device: str):
     def logits(h):
         return [adapter.head_call(row, cached["past"] or 0) for row in h]
 
-    return NativeBench(put=put, forward=forward, logits=logits,
-                       description="llama_decode of ctypes token arrays after a cache of past_length tokens "
-                                   "(h read from the graph, the row then removed from the cache); the head fed h "
-                                   "through the eval callback, logits a view of llama.cpp's output buffer",
-                       threads=f"n_threads = {llama_cpp.llama_n_threads(adapter.ctx)}")
+    return NativeBench(
+        put=put,
+        forward=forward,
+        logits=logits,
+        description="llama_decode of ctypes token arrays after a cache of past_length tokens "
+        "(h read from the graph, the row then removed from the cache); the head fed h "
+        "through the eval callback, logits a view of llama.cpp's output buffer",
+        threads=f"n_threads = {llama_cpp.llama_n_threads(adapter.ctx)}",
+    )

@@ -46,16 +46,23 @@ def write(path: str, wte: np.ndarray, wpe: np.ndarray) -> None:
     writer.add_tensor("position_embd.weight", np.ascontiguousarray(wpe, np.float32))
     writer.add_tensor("output_norm.weight", np.ones(d, np.float32))
     writer.add_tensor("output_norm.bias", np.zeros(d, np.float32))
-    zero_block = {"attn_norm.weight": np.ones(d), "attn_norm.bias": np.zeros(d),
-                  "attn_qkv.weight": np.zeros((3 * d, d)), "attn_qkv.bias": np.zeros(3 * d),
-                  "attn_output.weight": np.zeros((d, d)), "attn_output.bias": np.zeros(d),
-                  "ffn_norm.weight": np.ones(d), "ffn_norm.bias": np.zeros(d),
-                  "ffn_up.weight": np.zeros((FEED_FORWARD, d)), "ffn_up.bias": np.zeros(FEED_FORWARD),
-                  "ffn_down.weight": np.zeros((d, FEED_FORWARD)), "ffn_down.bias": np.zeros(d)}
+    zero_block = {
+        "attn_norm.weight": np.ones(d),
+        "attn_norm.bias": np.zeros(d),
+        "attn_qkv.weight": np.zeros((3 * d, d)),
+        "attn_qkv.bias": np.zeros(3 * d),
+        "attn_output.weight": np.zeros((d, d)),
+        "attn_output.bias": np.zeros(d),
+        "ffn_norm.weight": np.ones(d),
+        "ffn_norm.bias": np.zeros(d),
+        "ffn_up.weight": np.zeros((FEED_FORWARD, d)),
+        "ffn_up.bias": np.zeros(FEED_FORWARD),
+        "ffn_down.weight": np.zeros((d, FEED_FORWARD)),
+        "ffn_down.bias": np.zeros(d),
+    }
     for name, value in zero_block.items():
         writer.add_tensor(f"blk.0.{name}", value.astype(np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-

@@ -3,5 +3,12 @@ built from a ModelArgs with random init (no hub). See adapter.py and waivers.tom
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="mlx-lm", adapter="adapter:MlxLmAdapter", requires=("mlx", "mlx_lm"),
-                  kind=JUDGED, extra="mlx", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="mlx-lm",
+    adapter="adapter:MlxLmAdapter",
+    requires=("mlx", "mlx_lm"),
+    kind=JUDGED,
+    extra="mlx",
+    waivers="waivers.toml",
+    bench="bench",
+)

@@ -65,8 +65,16 @@ class _RecordingBlock(mlx_gpt2.TransformerBlock):
 
 def model_args(n_embd: int) -> mlx_gpt2.ModelArgs:
     """GPT-2's hyperparameters at width n_embd; one block (the embedding does not care)."""
-    return mlx_gpt2.ModelArgs(model_type="gpt2", n_ctx=gpt2.N_CTX, n_embd=n_embd, n_head=_N_HEAD.get(n_embd, 1),
-                              n_layer=1, n_positions=gpt2.N_CTX, layer_norm_epsilon=1e-5, vocab_size=gpt2.N_VOCAB)
+    return mlx_gpt2.ModelArgs(
+        model_type="gpt2",
+        n_ctx=gpt2.N_CTX,
+        n_embd=n_embd,
+        n_head=_N_HEAD.get(n_embd, 1),
+        n_layer=1,
+        n_positions=gpt2.N_CTX,
+        layer_norm_epsilon=1e-5,
+        vocab_size=gpt2.N_VOCAB,
+    )
 
 
 def from_numpy(a) -> mx.array:
@@ -84,9 +92,12 @@ def to_numpy(a: mx.array) -> np.ndarray:
 
 class MlxLmAdapter(Adapter):
     capabilities = Capabilities(
-        dtypes=tuple(MLX_DTYPES), devices=("cpu",), gradients=True,
+        dtypes=tuple(MLX_DTYPES),
+        devices=("cpu",),
+        gradients=True,
         black_box="h = input of block 0 in GPT2Model.__call__; offset from an mlx-lm KVCache holding "
-                  "past_length entries; logits = wte.as_linear(h)")
+        "past_length entries; logits = wte.as_linear(h)",
+    )
     FULL_FORWARD = False  # True: record block 0's input and run the complete forward
 
     @classmethod

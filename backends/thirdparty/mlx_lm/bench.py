@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from gpt2_conformance.backends.thirdparty.mlx_lm.adapter import StopAtBlock0
 from gpt2_conformance.api.bench import NativeBench
+from gpt2_conformance.backends.thirdparty.mlx_lm.adapter import StopAtBlock0
 
 
 def native_available(device: str) -> tuple[bool, str]:
@@ -41,7 +41,12 @@ def native_bench(adapter, device: str):
             pass
         return adapter._captured
 
-    return NativeBench(put=lambda a: _sync(mx.array(a)), forward=forward, logits=model.wte.as_linear, sync=_sync,
-                       description="GPT2Model.__call__ on mx.arrays to block 0's input (a prompt cache of past_length "
-                                   "entries, built at the untimed first call), mx.eval; head wte.as_linear",
-                       threads="MLX CPU defaults")
+    return NativeBench(
+        put=lambda a: _sync(mx.array(a)),
+        forward=forward,
+        logits=model.wte.as_linear,
+        sync=_sync,
+        description="GPT2Model.__call__ on mx.arrays to block 0's input (a prompt cache of past_length "
+        "entries, built at the untimed first call), mx.eval; head wte.as_linear",
+        threads="MLX CPU defaults",
+    )

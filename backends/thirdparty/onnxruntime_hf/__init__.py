@@ -4,5 +4,12 @@ export.py, adapter.py and waivers.toml."""
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="onnxruntime-hf", adapter="adapter:OnnxRuntimeHFAdapter", requires=("torch", "transformers", "onnx", "onnxscript", "onnxruntime"),
-                  kind=JUDGED, extra="onnx", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="onnxruntime-hf",
+    adapter="adapter:OnnxRuntimeHFAdapter",
+    requires=("torch", "transformers", "onnx", "onnxscript", "onnxruntime"),
+    kind=JUDGED,
+    extra="onnx",
+    waivers="waivers.toml",
+    bench="bench",
+)

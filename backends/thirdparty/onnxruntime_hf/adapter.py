@@ -49,18 +49,22 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 
-from gpt2_conformance.backends.thirdparty.onnx_hf_common import DTYPES, OnnxHFExportAdapter, exported_by
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.onnx_hf_common import DTYPES, OnnxHFExportAdapter, exported_by
 
 PROVIDER = "CPUExecutionProvider"
 
 
 class OnnxRuntimeHFAdapter(OnnxHFExportAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        dtypes=tuple(DTYPES),
+        devices=("cpu",),
+        gradients=False,
+        mutable_tables=False,
         black_box="HF GPT2LMHeadModel exported to ONNX (torch dynamo exporter), run by onnxruntime "
-                  "CPUExecutionProvider; h = hidden_states[0] output; offset = length of the past_key/"
-                  "past_value inputs; logits = the exported lm_head on an h_final input")
+        "CPUExecutionProvider; h = hidden_states[0] output; offset = length of the past_key/"
+        "past_value inputs; logits = the exported lm_head on an h_final input",
+    )
 
     @classmethod
     def implementation(cls) -> str:
@@ -87,15 +91,19 @@ class OnnxRuntimeHFPositionIdsAdapter(OnnxRuntimeHFAdapter):
     GPT-2 decoder graphs take it; the host computes the positions, here past_length + t for
     every row (what Optimum derives from an all-ones attention mask: cumsum(-1) - 1, last T
     kept). Not registered: it judges the graph's Gather on host-made positions, while the
-    offset arithmetic is the adapter's own; run it with
-    `gpt2-conformance run --adapter gpt2_conformance.backends.thirdparty.onnxruntime_hf.adapter:OnnxRuntimeHFPositionIdsAdapter`."""
+    offset arithmetic is the adapter's own; run it with `gpt2-conformance run --adapter
+    gpt2_conformance.backends.thirdparty.onnxruntime_hf.adapter:OnnxRuntimeHFPositionIdsAdapter`."""
 
     OFFSET = "position_ids"
     WAIVERS = None  # judged raw: its verdicts are in the onnxruntime-hf report's notes, not waived
     capabilities = Capabilities(
-        dtypes=tuple(DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        dtypes=tuple(DTYPES),
+        devices=("cpu",),
+        gradients=False,
+        mutable_tables=False,
         black_box="HF GPT2LMHeadModel exported to ONNX with a position_ids input (torch dynamo exporter), "
-                  "run by onnxruntime CPUExecutionProvider; position_ids = past_length + t from the host")
+        "run by onnxruntime CPUExecutionProvider; position_ids = past_length + t from the host",
+    )
 
     def _offset_feeds(self, ids, past_length) -> dict:
         positions = past_length + np.arange(ids.shape[-1], dtype=np.int64)

@@ -46,15 +46,21 @@ def native_bench(adapter, device: str):
 
     def forward(ids, past_length):
         kv = cache(ids.shape()[0], past_length)
-        return session.run_with_ort_values(["h"], {"input_ids": ids, "h_final": no_h, "past_key": kv,
-                                                   "past_value": kv})[0]
+        return session.run_with_ort_values(
+            ["h"], {"input_ids": ids, "h_final": no_h, "past_key": kv, "past_value": kv}
+        )[0]
 
     def logits(h):
         kv = cache(1, 0)
-        return session.run_with_ort_values(["logits"], {"input_ids": no_ids, "h_final": h, "past_key": kv,
-                                                        "past_value": kv})[0]
+        return session.run_with_ort_values(
+            ["logits"], {"input_ids": no_ids, "h_final": h, "past_key": kv, "past_value": kv}
+        )[0]
 
-    return NativeBench(put=put, forward=forward, logits=logits,
-                       description="InferenceSession.run_with_ort_values on OrtValues (ids int64 and the zero cache "
-                                   "put once), outputs h and logits",
-                       threads="ORT default session options (intra-op threads: all cores)")
+    return NativeBench(
+        put=put,
+        forward=forward,
+        logits=logits,
+        description="InferenceSession.run_with_ort_values on OrtValues (ids int64 and the zero cache "
+        "put once), outputs h and logits",
+        threads="ORT default session options (intra-op threads: all cores)",
+    )

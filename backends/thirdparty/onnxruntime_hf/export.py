@@ -48,7 +48,7 @@ INPUTS = ("input_ids", "past_key", "past_value", "h_final")
 POSITION_IDS_INPUTS = ("input_ids", "position_ids", "h_final")  # the offset="position_ids" graph
 OUTPUTS = ("h", "logits")
 CONFIG_MODULE = "gpt2_conformance.backends.thirdparty.hf_transformers.adapter"  # its gpt2_config: the model exported
-_CACHE: dict[tuple[int, str, str], "ExportedGraph"] = {}
+_CACHE: dict[tuple[int, str, str], ExportedGraph] = {}
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,9 @@ def module(model, offset: str = "cache"):
             self.lm = model
 
         def forward(self, input_ids, position_ids, h_final):
-            out = self.lm.transformer(input_ids=input_ids, position_ids=position_ids, use_cache=False,
-                                      output_hidden_states=True)
+            out = self.lm.transformer(
+                input_ids=input_ids, position_ids=position_ids, use_cache=False, output_hidden_states=True
+            )
             return out.hidden_states[0], self.lm.lm_head(h_final)
 
     if offset == "cache":
@@ -127,8 +128,10 @@ def _find_tables(model, n_embd: int) -> tuple[str, str, bool]:
     vocab = [n for n, s in shapes.items() if s == (gpt2.N_VOCAB, n_embd)]
     ctx = [n for n, s in shapes.items() if s == (gpt2.N_CTX, n_embd)]
     if len(vocab) != 1 or len(ctx) != 1:
-        raise RuntimeError(f"exported graph: expected one [{gpt2.N_VOCAB}, {n_embd}] and one [{gpt2.N_CTX}, "
-                           f"{n_embd}] initializer, found {vocab} and {ctx}")
+        raise RuntimeError(
+            f"exported graph: expected one [{gpt2.N_VOCAB}, {n_embd}] and one [{gpt2.N_CTX}, "
+            f"{n_embd}] initializer, found {vocab} and {ctx}"
+        )
     producers = {out: node for node in model.graph.node for out in node.output}
     head = producers["logits"]
     head_inputs = set(head.input)
@@ -143,9 +146,14 @@ def _disk_key(n_embd: int, dtype: str, offset: str) -> str:
     gpt2_config(n_embd) of the installed transformers, so its source and that version stand for it."""
     config_source = importlib.util.find_spec(CONFIG_MODULE).origin  # found, not imported (it imports torch)
     sources = [open(path, "rb").read() for path in (__file__, config_source)]
-    what = {"n_embd": n_embd, "dtype": dtype, "offset": offset, "opset": OPSET,
-            "sources": [hashlib.sha256(src).hexdigest() for src in sources],
-            "versions": [version(p) for p in ("torch", "transformers", "onnx", "onnxscript")]}
+    what = {
+        "n_embd": n_embd,
+        "dtype": dtype,
+        "offset": offset,
+        "opset": OPSET,
+        "sources": [hashlib.sha256(src).hexdigest() for src in sources],
+        "versions": [version(p) for p in ("torch", "transformers", "onnx", "onnxscript")],
+    }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -202,13 +210,21 @@ def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
     model = model.to(dtype).eval()
     n_head, head_dim = hf_config.n_head, n_embd // hf_config.n_head
     batch, seq, past = 2, 5, 3  # sizes of 0 or 1 would be specialised by torch.export
-    example = (torch.zeros(batch, seq, dtype=torch.int64), torch.zeros(batch, n_head, past, head_dim, dtype=dtype),
-               torch.zeros(batch, n_head, past, head_dim, dtype=dtype), torch.zeros(batch, seq, n_embd, dtype=dtype))
+    example = (
+        torch.zeros(batch, seq, dtype=torch.int64),
+        torch.zeros(batch, n_head, past, head_dim, dtype=dtype),
+        torch.zeros(batch, n_head, past, head_dim, dtype=dtype),
+        torch.zeros(batch, seq, n_embd, dtype=dtype),
+    )
     dim = torch.export.Dim
     b, t, p = dim("batch"), dim("seq", min=0), dim("past", min=0)
     hb, ht = dim("h_batch"), dim("h_seq", min=0)
-    dynamic = {"input_ids": {0: b, 1: t}, "past_key": {0: b, 2: p}, "past_value": {0: b, 2: p},
-               "h_final": {0: hb, 1: ht}}
+    dynamic = {
+        "input_ids": {0: b, 1: t},
+        "past_key": {0: b, 2: p},
+        "past_value": {0: b, 2: p},
+        "h_final": {0: hb, 1: ht},
+    }
     names = INPUTS
     if offset == "position_ids":
         example = (example[0], torch.arange(seq).expand(batch, seq).contiguous(), example[3])
@@ -216,12 +232,20 @@ def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
         names = POSITION_IDS_INPUTS
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")  # the exporter's progress lines and deprecation notes
-        program = torch.onnx.export(module(model, offset), example, dynamo=True, dynamic_shapes=dynamic,
-                                    opset_version=OPSET, input_names=list(names), output_names=list(OUTPUTS))
+        program = torch.onnx.export(
+            module(model, offset),
+            example,
+            dynamo=True,
+            dynamic_shapes=dynamic,
+            opset_version=OPSET,
+            input_names=list(names),
+            output_names=list(OUTPUTS),
+        )
     proto = program.model_proto
     wte_name, wpe_name, head_uses_wte = _find_tables(proto, n_embd)
     _tables_to_external(proto, (wte_name, wpe_name))
     opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
     exporter = f"torch {torch.__version__} torch.onnx.export(dynamo=True), onnxscript {onnxscript.__version__}"
-    return ExportedGraph(proto.SerializeToString(), wte_name, wpe_name, head_uses_wte, opset, exporter,
-                         n_head, head_dim)
+    return ExportedGraph(
+        proto.SerializeToString(), wte_name, wpe_name, head_uses_wte, opset, exporter, n_head, head_dim
+    )

@@ -4,5 +4,12 @@ OpenVINO's ONNX frontend. See adapter.py and waivers.toml."""
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="openvino-hf", adapter="adapter:OpenVINOHFAdapter", requires=("torch", "transformers", "onnx", "onnxscript", "openvino"),
-                  kind=JUDGED, extra="openvino", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="openvino-hf",
+    adapter="adapter:OpenVINOHFAdapter",
+    requires=("torch", "transformers", "onnx", "onnxscript", "openvino"),
+    kind=JUDGED,
+    extra="openvino",
+    waivers="waivers.toml",
+    bench="bench",
+)

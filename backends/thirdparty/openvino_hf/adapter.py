@@ -50,11 +50,15 @@ COMPILE_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}  # the model's precision on
 
 class OpenVINOHFAdapter(OnnxHFExportAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        dtypes=tuple(DTYPES),
+        devices=("cpu",),
+        gradients=False,
+        mutable_tables=False,
         black_box="HF GPT2LMHeadModel exported to ONNX (torch dynamo exporter, the onnxruntime-hf graph), read by "
-                  "OpenVINO's ONNX frontend and run by its CPU plugin (INFERENCE_PRECISION_HINT f32); h = the "
-                  "hidden_states[0] output; offset = length of the past_key input; logits = the exported lm_head "
-                  "on an h_final input")
+        "OpenVINO's ONNX frontend and run by its CPU plugin (INFERENCE_PRECISION_HINT f32); h = the "
+        "hidden_states[0] output; offset = length of the past_key input; logits = the exported lm_head "
+        "on an h_final input",
+    )
 
     @classmethod
     def implementation(cls) -> str:

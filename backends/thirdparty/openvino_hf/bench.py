@@ -51,8 +51,11 @@ def native_bench(adapter, device: str):
         request.infer({k: v for k, v in feeds.items() if k in inputs}, share_inputs=True)
         return request.get_tensor(port)
 
-    return NativeBench(put=put, forward=lambda ids, past_length: run(ids, past_length, no_h, h_port),
-                       logits=lambda h: run(no_ids, 0, h, logits_port),
-                       description="InferRequest.infer on ov.Tensors (ids int64 and the zero cache put once, "
-                                   "share_inputs), outputs h and logits as the request's ov.Tensors",
-                       threads="OpenVINO CPU plugin defaults (PERFORMANCE_HINT latency: all cores)")
+    return NativeBench(
+        put=put,
+        forward=lambda ids, past_length: run(ids, past_length, no_h, h_port),
+        logits=lambda h: run(no_ids, 0, h, logits_port),
+        description="InferRequest.infer on ov.Tensors (ids int64 and the zero cache put once, "
+        "share_inputs), outputs h and logits as the request's ov.Tensors",
+        threads="OpenVINO CPU plugin defaults (PERFORMANCE_HINT latency: all cores)",
+    )

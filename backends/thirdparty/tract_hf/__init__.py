@@ -4,5 +4,12 @@ onnxruntime_hf/export.py), read by tract's ONNX loader. See adapter.py and waive
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="tract-hf", adapter="adapter:TractHFAdapter", requires=("torch", "transformers", "onnx", "onnxscript", "tract"),
-                  kind=JUDGED, extra="tract", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="tract-hf",
+    adapter="adapter:TractHFAdapter",
+    requires=("torch", "transformers", "onnx", "onnxscript", "tract"),
+    kind=JUDGED,
+    extra="tract",
+    waivers="waivers.toml",
+    bench="bench",
+)

@@ -48,23 +48,24 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 import tract
 
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
 from gpt2_conformance.backends.thirdparty.onnx_hf_common import DTYPES, OnnxHFExportAdapter, exported_by, write_model
-from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export
-
 
 CACHE_LIMIT = 1 << 28  # bytes per cache input: tract copies every input (module docstring)
 
 
 class TractHFAdapter(OnnxHFExportAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(DTYPES), devices=("cpu",), gradients=False, mutable_tables=False,
+        dtypes=tuple(DTYPES),
+        devices=("cpu",),
+        gradients=False,
+        mutable_tables=False,
         black_box="HF GPT2LMHeadModel exported to ONNX (torch dynamo exporter, the onnxruntime-hf graph), loaded by "
-                  "tract's ONNX loader and run by its default CPU runtime; h = the hidden_states[0] output; offset = "
-                  "length of the past_key/past_value inputs; logits = the exported lm_head on an h_final input")
+        "tract's ONNX loader and run by its default CPU runtime; h = the hidden_states[0] output; offset = "
+        "length of the past_key/past_value inputs; logits = the exported lm_head on an h_final input",
+    )
 
     @classmethod
     def implementation(cls) -> str:
@@ -100,9 +101,11 @@ class TractHFAdapter(OnnxHFExportAdapter):
         feeds = super()._offset_feeds(ids, past_length)
         size = feeds["past_key"].nbytes
         if size > CACHE_LIMIT:
-            raise MemoryError(f"TractHFAdapter: the cache input for past_length={past_length} would be {size} bytes, "
-                              f"and tract copies every input (tract_tensor_from_bytes); the adapter builds caches of at "
-                              f"most {CACHE_LIMIT} bytes (such a cache already puts every position past the 1024 of GPT-2)")
+            raise MemoryError(
+                f"TractHFAdapter: the cache input for past_length={past_length} would be {size} bytes, "
+                f"and tract copies every input (tract_tensor_from_bytes); the adapter builds caches of at "
+                f"most {CACHE_LIMIT} bytes (such a cache already puts every position past the 1024 of GPT-2)"
+            )
         return feeds
 
     def _run(self, output, feeds):

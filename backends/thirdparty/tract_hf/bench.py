@@ -52,6 +52,7 @@ def native_bench(adapter, device: str):
         return caches[key]
 
     no_h, no_ids = tensor(np.zeros((1, 0, d), dtype)), tensor(np.zeros((1, 0), np.int64))
+
     def run(feeds, output):
         state, inputs = states[output]
         return state.run([feeds[name] for name in inputs])[0]
@@ -64,7 +65,11 @@ def native_bench(adapter, device: str):
         kv = cache(1, 0)
         return run({"input_ids": no_ids, "past_key": kv, "past_value": kv, "h_final": h}, "logits")
 
-    return NativeBench(put=put, forward=forward, logits=logits,
-                       description="State.run on tract.Tensors (ids int64 and the zero cache put once), outputs h "
-                                   "and logits as tract.Tensors",
-                       threads="tract defaults")
+    return NativeBench(
+        put=put,
+        forward=forward,
+        logits=logits,
+        description="State.run on tract.Tensors (ids int64 and the zero cache put once), outputs h "
+        "and logits as tract.Tensors",
+        threads="tract defaults",
+    )

@@ -3,5 +3,12 @@ explicit HookedTransformerConfig with random init (no hub). See adapter.py and w
 
 from gpt2_conformance.api.backend import JUDGED, Backend
 
-BACKEND = Backend(name="transformer-lens", adapter="adapter:TransformerLensAdapter", requires=("torch", "transformer_lens"),
-                  kind=JUDGED, extra="transformer-lens", waivers="waivers.toml", bench="bench")
+BACKEND = Backend(
+    name="transformer-lens",
+    adapter="adapter:TransformerLensAdapter",
+    requires=("torch", "transformer_lens"),
+    kind=JUDGED,
+    extra="transformer-lens",
+    waivers="waivers.toml",
+    bench="bench",
+)

@@ -48,13 +48,12 @@ import warnings
 
 import numpy as np
 import torch
-
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
 
-from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, TorchBlackBoxAdapter, from_numpy
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 _CONSTRUCTION_SEED = 0  # the head's W_U (not set by load_tables) is the same in every adapter
@@ -66,10 +65,23 @@ def tl_config(n_embd: int, dtype: torch.dtype = torch.float32) -> HookedTransfor
     block (the embedding does not depend on the blocks)."""
     n_head = _N_HEAD.get(n_embd, 1)
     return HookedTransformerConfig(
-        d_model=n_embd, d_head=n_embd // n_head, n_heads=n_head, d_mlp=4 * n_embd, n_layers=1,
-        n_ctx=gpt2.N_CTX, eps=1e-5, d_vocab=gpt2.N_VOCAB, act_fn="gelu_new", use_attn_scale=True,
-        use_local_attn=False, scale_attn_by_inverse_layer_idx=False, normalization_type="LN",
-        original_architecture="GPT2LMHeadModel", device="cpu", dtype=dtype)
+        d_model=n_embd,
+        d_head=n_embd // n_head,
+        n_heads=n_head,
+        d_mlp=4 * n_embd,
+        n_layers=1,
+        n_ctx=gpt2.N_CTX,
+        eps=1e-5,
+        d_vocab=gpt2.N_VOCAB,
+        act_fn="gelu_new",
+        use_attn_scale=True,
+        use_local_attn=False,
+        scale_attn_by_inverse_layer_idx=False,
+        normalization_type="LN",
+        original_architecture="GPT2LMHeadModel",
+        device="cpu",
+        dtype=dtype,
+    )
 
 
 def _build(cfg: HookedTransformerConfig) -> HookedTransformer:
@@ -81,10 +93,13 @@ def _build(cfg: HookedTransformerConfig) -> HookedTransformer:
 
 class TransformerLensAdapter(TorchBlackBoxAdapter):
     capabilities = Capabilities(
-        dtypes=tuple(TORCH_DTYPES), devices=("cpu",), gradients=True,
+        dtypes=tuple(TORCH_DTYPES),
+        devices=("cpu",),
+        gradients=True,
         black_box="h = the residual stream entering block 0 (blocks.0.hook_resid_pre), via "
-                  "HookedTransformer.forward(stop_at_layer=0); offset from a "
-                  "TransformerLensKeyValueCache holding past_length entries; logits = unembed(h)")
+        "HookedTransformer.forward(stop_at_layer=0); offset from a "
+        "TransformerLensKeyValueCache holding past_length entries; logits = unembed(h)",
+    )
     FULL_FORWARD = False  # True: run every block (run_with_cache) and read blocks.0.hook_resid_pre
     PARAMETER_PREFIXES = ("embed.", "pos_embed.", "unembed.")
 
@@ -136,7 +151,8 @@ class TransformerLensAdapter(TorchBlackBoxAdapter):
             # no tokenizer, so the caller gives the new tokens' mask: no padding
             kwargs["attention_mask"] = torch.ones(tokens.shape, dtype=torch.int)
         if self.FULL_FORWARD:
-            _, cache = self.model.run_with_cache(tokens, return_type=None,
-                                                 names_filter="blocks.0.hook_resid_pre", **kwargs)
+            _, cache = self.model.run_with_cache(
+                tokens, return_type=None, names_filter="blocks.0.hook_resid_pre", **kwargs
+            )
             return cache["blocks.0.hook_resid_pre"]
         return self.model(tokens, stop_at_layer=0, **kwargs)

@@ -34,6 +34,10 @@ def native_bench(adapter, device: str):
         cache, mask = caches[key]
         return adapter.model(ids, stop_at_layer=0, past_kv_cache=cache, attention_mask=mask)
 
-    return torch_bench.native(adapter, device, forward,
-                              "HookedTransformer.forward(stop_at_layer=0) on torch tensors (a frozen KV cache of "
-                              "past_length entries, built at the untimed first call); head unembed")
+    return torch_bench.native(
+        adapter,
+        device,
+        forward,
+        "HookedTransformer.forward(stop_at_layer=0) on torch tensors (a frozen KV cache of "
+        "past_length entries, built at the untimed first call); head unembed",
+    )

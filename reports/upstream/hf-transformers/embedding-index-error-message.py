@@ -3,6 +3,7 @@ IndexError('index out of range in self'), which names neither the index nor the 
 
 Standalone: needs only torch, transformers and numpy. Exits 1 while the message lacks the
 offending value or the table size, 0 once it names both."""
+
 import sys
 
 import numpy as np
@@ -14,10 +15,14 @@ from transformers import GPT2Config, GPT2Model
 config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=64, n_layer=1, n_head=1)
 model = GPT2Model(config).eval()
 
-cases = {"token id 50257": np.array([[50256, 50257]], dtype=np.int64),  # one past the vocabulary
-         "position 1024": np.zeros((1, 1025), dtype=np.int64)}  # T = 1025: positions 0..1024
-print("GPT-2 reference (openai/gpt-2 src/model.py L152-157): wte has 50257 rows and wpe 1024 rows; "
-      "tf.gather on CPU raises 'indices[0,1] = 50257 is not in [0, 50257)', naming the value and the size")
+cases = {
+    "token id 50257": np.array([[50256, 50257]], dtype=np.int64),  # one past the vocabulary
+    "position 1024": np.zeros((1, 1025), dtype=np.int64),
+}  # T = 1025: positions 0..1024
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L152-157): wte has 50257 rows and wpe 1024 rows; "
+    "tf.gather on CPU raises 'indices[0,1] = 50257 is not in [0, 50257)', naming the value and the size"
+)
 unclear = 0
 for what, ids in cases.items():
     size = "50257" if what.startswith("token") else "1024"  # the bad value equals the table size

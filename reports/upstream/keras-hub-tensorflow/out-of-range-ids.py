@@ -3,6 +3,7 @@ the last row (and, on JAX, id 50257 returns a row of NaN).
 
 Standalone: needs only keras-hub, Keras, its backend and numpy. Exits 1 while either id below is
 looked up without an error, 0 once both raise."""
+
 import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"  # Keras reads it once, when first imported
@@ -18,8 +19,14 @@ import keras_hub
 # shown here depends on it.
 WIDTH = 64
 keras.utils.set_random_seed(0)
-backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
-                                         intermediate_dim=4 * WIDTH, max_sequence_length=1024)
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=50257,
+    num_layers=1,
+    num_heads=1,
+    hidden_dim=WIDTH,
+    intermediate_dim=4 * WIDTH,
+    max_sequence_length=1024,
+)
 
 
 def message(exc):
@@ -31,8 +38,10 @@ def message(exc):
 
 
 table = np.asarray(keras.ops.convert_to_numpy(backbone.token_embedding.embeddings))
-print("GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows (ids 0..50256) and "
-      "tf.gather(wte, X) on CPU raises for -1 and 50257 ('indices[0,0] = -1 is not in [0, 50257)')")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows (ids 0..50256) and "
+    "tf.gather(wte, X) on CPU raises for -1 and 50257 ('indices[0,0] = -1 is not in [0, 50257)')"
+)
 silent = 0
 for bad in (-1, 50257):
     try:
@@ -41,8 +50,13 @@ for bad in (-1, 50257):
         print(f"got for id {bad}: {type(exc).__name__}: {message(exc)}")
         continue
     same = np.flatnonzero((table == row).all(axis=1))
-    what = (f"row {int(same[0])} of the table" if same.size else "a row of NaN" if np.isnan(row).all()
-            else "a row that is not in the table")
+    what = (
+        f"row {int(same[0])} of the table"
+        if same.size
+        else "a row of NaN"
+        if np.isnan(row).all()
+        else "a row that is not in the table"
+    )
     print(f"got for id {bad}: no error, returned {what}")
     silent += 1
 sys.exit(1 if silent else 0)

@@ -6,6 +6,7 @@ error naming the position.
 Standalone: needs only keras-hub, Keras, its backend and numpy. Exits 1 while any of the four
 out-of-range calls below returns or raises something other than IndexError/ValueError, 0 once
 all four raise one. n_positions must be GPT-2's 1024 here."""
+
 import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"  # Keras reads it once, when first imported
@@ -21,8 +22,14 @@ import keras_hub
 # shown here depends on it.
 WIDTH = 64
 keras.utils.set_random_seed(0)
-backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
-                                         intermediate_dim=4 * WIDTH, max_sequence_length=1024)
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=50257,
+    num_layers=1,
+    num_heads=1,
+    hidden_dim=WIDTH,
+    intermediate_dim=4 * WIDTH,
+    max_sequence_length=1024,
+)
 
 
 def message(exc):
@@ -34,12 +41,16 @@ def message(exc):
 
 
 wpe = np.asarray(keras.ops.convert_to_numpy(backbone.position_embedding.position_embeddings))
-print("GPT-2 reference (openai/gpt-2 src/model.py L152, L157): wpe has 1024 rows and tf.gather(wpe, positions) "
-      "raises for a position >= 1024 on CPU ('indices[0,0] = 1024 is not in [0, 1024)')")
-cases = [("T = 1025 from start_index 0", 1025, 0),            # a prompt one token too long
-         ("T = 1 at start_index 1024", 1, 1024),               # one decode step past the context
-         ("T = 2 at start_index -1", 2, -1),                   # a negative cache index
-         ("T = 3 at start_index -1024", 3, -1024)]
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L152, L157): wpe has 1024 rows and tf.gather(wpe, positions) "
+    "raises for a position >= 1024 on CPU ('indices[0,0] = 1024 is not in [0, 1024)')"
+)
+cases = [
+    ("T = 1025 from start_index 0", 1025, 0),  # a prompt one token too long
+    ("T = 1 at start_index 1024", 1, 1024),  # one decode step past the context
+    ("T = 2 at start_index -1", 2, -1),  # a negative cache index
+    ("T = 3 at start_index -1024", 3, -1024),
+]
 unclear = 0
 for what, length, start in cases:
     tokens = backbone.token_embedding(np.zeros((1, length), dtype="int32"))
@@ -49,9 +60,12 @@ for what, length, start in cases:
         print(f"got for {what}: {type(exc).__name__}: {message(exc)}")
         unclear += not isinstance(exc, (IndexError, ValueError))
         continue
-    rows = [int(np.flatnonzero((wpe == row).all(axis=1))[0]) if (wpe == row).all(axis=1).any() else None
-            for row in out[0]]
-    print(f"got for {what}: no error, shape {out.shape}, rows of wpe read: "
-          f"{rows if len(rows) <= 4 else rows[:2] + ['...'] + rows[-2:]}")
+    rows = [
+        int(np.flatnonzero((wpe == row).all(axis=1))[0]) if (wpe == row).all(axis=1).any() else None for row in out[0]
+    ]
+    print(
+        f"got for {what}: no error, shape {out.shape}, rows of wpe read: "
+        f"{rows if len(rows) <= 4 else rows[:2] + ['...'] + rows[-2:]}"
+    )
     unclear += 1
 sys.exit(1 if unclear else 0)

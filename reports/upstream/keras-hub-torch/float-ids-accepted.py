@@ -3,6 +3,7 @@ rows 1 and 2.
 
 Standalone: needs only keras-hub, Keras, its backend and numpy. Exits 1 while float ids are
 looked up, 0 once they raise."""
+
 import os
 
 os.environ["KERAS_BACKEND"] = "torch"  # Keras reads it once, when first imported
@@ -18,8 +19,14 @@ import keras_hub
 # shown here depends on it.
 WIDTH = 64
 keras.utils.set_random_seed(0)
-backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
-                                         intermediate_dim=4 * WIDTH, max_sequence_length=1024)
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=50257,
+    num_layers=1,
+    num_heads=1,
+    hidden_dim=WIDTH,
+    intermediate_dim=4 * WIDTH,
+    max_sequence_length=1024,
+)
 
 
 def message(exc):
@@ -31,8 +38,10 @@ def message(exc):
 
 
 ids = np.array([[1.7, 2.2]], dtype="float32")
-print("GPT-2 reference (openai/gpt-2 src/model.py L157): tf.gather(wte, X) rejects float X "
-      "(TypeError: Value for attr 'Tindices' of float is not in the list of allowed values: int16, int32, int64)")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L157): tf.gather(wte, X) rejects float X "
+    "(TypeError: Value for attr 'Tindices' of float is not in the list of allowed values: int16, int32, int64)"
+)
 try:
     rows = np.asarray(keras.ops.convert_to_numpy(backbone.token_embedding(ids)))
 except Exception as exc:  # noqa: BLE001

@@ -4,6 +4,7 @@ with 0.02: GPT-2 does the opposite (wte 0.02, wpe 0.01).
 Standalone: needs only keras-hub, Keras, its backend and numpy. Exits 1 while the two stds are
 swapped, 0 once they are GPT-2's. The stddev is a constant of the initializer, independent of
 the width."""
+
 import os
 
 os.environ["KERAS_BACKEND"] = "torch"  # Keras reads it once, when first imported
@@ -19,8 +20,14 @@ import keras_hub
 # shown here depends on it.
 WIDTH = 64
 keras.utils.set_random_seed(0)
-backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
-                                         intermediate_dim=4 * WIDTH, max_sequence_length=1024)
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=50257,
+    num_layers=1,
+    num_heads=1,
+    hidden_dim=WIDTH,
+    intermediate_dim=4 * WIDTH,
+    max_sequence_length=1024,
+)
 
 wte = np.asarray(keras.ops.convert_to_numpy(backbone.token_embedding.embeddings))
 wpe = np.asarray(keras.ops.convert_to_numpy(backbone.position_embedding.position_embeddings))

@@ -5,6 +5,7 @@ read unmapped memory and kill the process (SIGSEGV), so this script stays one ro
 
 Standalone: needs only mlx, mlx-lm and numpy. Exits 1 while either call returns, 0 once both
 raise. n_positions is GPT-2's 1024; the width does not matter."""
+
 import sys
 
 import mlx.core as mx
@@ -12,12 +13,22 @@ import numpy as np
 from mlx_lm.models import gpt2
 
 # GPT-2's vocabulary and context from explicit ModelArgs (no hub), random init, one block
-args = gpt2.ModelArgs(model_type="gpt2", n_ctx=1024, n_embd=64, n_head=1, n_layer=1, n_positions=1024,
-                      layer_norm_epsilon=1e-5, vocab_size=50257)
+args = gpt2.ModelArgs(
+    model_type="gpt2",
+    n_ctx=1024,
+    n_embd=64,
+    n_head=1,
+    n_layer=1,
+    n_positions=1024,
+    layer_norm_epsilon=1e-5,
+    vocab_size=50257,
+)
 model = gpt2.Model(args)
 model.eval()
-print("GPT-2 reference (openai/gpt-2 src/model.py L152-157): wte has 50257 rows and wpe 1024; tf.gather on CPU "
-      "raises for id -1 ('indices[0,0] = -1 is not in [0, 50257)') and for position 1024")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L152-157): wte has 50257 rows and wpe 1024; tf.gather on CPU "
+    "raises for id -1 ('indices[0,0] = -1 is not in [0, 50257)') and for position 1024"
+)
 silent = 0
 # 1. token id -1, through the model's own wte (GPT2Model.__call__'s first step)
 rows = model.model.wte(mx.array([[-1, 50256]]))

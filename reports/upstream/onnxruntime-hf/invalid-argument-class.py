@@ -4,6 +4,7 @@ the Python way (except IndexError / except ValueError) does not see it. Its mess
 
 Standalone: needs only torch, transformers, onnxscript (the exporter), onnxruntime and numpy. Exits
 1 while the error for token id 50257 is not an IndexError or ValueError, 0 once it is."""
+
 import contextlib
 import io
 import sys
@@ -36,14 +37,17 @@ example = torch.zeros((2, 5), dtype=torch.int64)
 dims = {"input_ids": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}}
 with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
     warnings.simplefilter("ignore")
-    program = torch.onnx.export(Embeddings(model), (example,), dynamo=True, dynamic_shapes=dims,
-                                input_names=["input_ids"], output_names=["h"])
+    program = torch.onnx.export(
+        Embeddings(model), (example,), dynamo=True, dynamic_shapes=dims, input_names=["input_ids"], output_names=["h"]
+    )
 options = ort.SessionOptions()
 options.log_severity_level = 3  # the exception carries the message; no second copy on stderr
 session = ort.InferenceSession(program.model_proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
-print("GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows; eager torch raises "
-      "IndexError for id 50257, and the Python convention for an index out of range is IndexError")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows; eager torch raises "
+    "IndexError for id 50257, and the Python convention for an index out of range is IndexError"
+)
 try:
     session.run(["h"], {"input_ids": np.array([[50257]], dtype=np.int64)})
 except Exception as exc:  # noqa: BLE001

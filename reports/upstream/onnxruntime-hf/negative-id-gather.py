@@ -5,6 +5,7 @@ indices may be negative (counted from the end).
 
 Standalone: needs only torch, transformers, onnxscript (the exporter), onnxruntime and numpy.
 Exits 1 while the exported graph returns a row for id -1, 0 once it raises as eager torch does."""
+
 import contextlib
 import io
 import sys
@@ -37,8 +38,9 @@ example = torch.zeros((2, 5), dtype=torch.int64)
 dims = {"input_ids": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}}
 with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
     warnings.simplefilter("ignore")
-    program = torch.onnx.export(Embeddings(model), (example,), dynamo=True, dynamic_shapes=dims,
-                                input_names=["input_ids"], output_names=["h"])
+    program = torch.onnx.export(
+        Embeddings(model), (example,), dynamo=True, dynamic_shapes=dims, input_names=["input_ids"], output_names=["h"]
+    )
 options = ort.SessionOptions()
 options.log_severity_level = 3  # the exception carries the message; no second copy on stderr
 session = ort.InferenceSession(program.model_proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
@@ -51,13 +53,17 @@ try:
 except IndexError as exc:
     eager = f"IndexError: {exc}"
 print(f"eager torch, wte(input_ids) for id -1: {eager}")
-print("GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows (ids 0..50256) and "
-      "tf.gather(wte, X) on CPU raises for -1 ('indices[0,0] = -1 is not in [0, 50257)')")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows (ids 0..50256) and "
+    "tf.gather(wte, X) on CPU raises for -1 ('indices[0,0] = -1 is not in [0, 50257)')"
+)
 try:
     (h,) = session.run(["h"], {"input_ids": ids})
 except Exception as exc:  # noqa: BLE001
     print(f"got from onnxruntime: {type(exc).__name__}: {exc}")
     sys.exit(0)
 wte, wpe = (p.detach().numpy() for p in (model.transformer.wte.weight, model.transformer.wpe.weight))
-print(f"got from onnxruntime: no error; h[0, 0] equals wte[50256] + wpe[0]: {np.array_equal(h[0, 0], wte[50256] + wpe[0])}")
+print(
+    f"got from onnxruntime: no error; h[0, 0] equals wte[50256] + wpe[0]: {np.array_equal(h[0, 0], wte[50256] + wpe[0])}"
+)
 sys.exit(1)

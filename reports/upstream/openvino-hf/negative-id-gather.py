@@ -6,6 +6,7 @@ semantics), so it needs no particular runtime.
 
 Standalone: needs only torch (its ONNX exporter uses onnxscript), onnx and numpy. Exits 1 while the
 exported graph returns a row for id -1, 0 once it raises as eager torch does."""
+
 import contextlib
 import io
 import sys
@@ -21,8 +22,14 @@ wte = torch.nn.Embedding(50257, 8).eval()
 dims = {"input": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}}
 with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
     warnings.simplefilter("ignore")
-    program = torch.onnx.export(wte, (torch.zeros((2, 5), dtype=torch.int64),), dynamo=True, dynamic_shapes=dims,
-                                input_names=["input_ids"], output_names=["rows"])
+    program = torch.onnx.export(
+        wte,
+        (torch.zeros((2, 5), dtype=torch.int64),),
+        dynamo=True,
+        dynamic_shapes=dims,
+        input_names=["input_ids"],
+        output_names=["rows"],
+    )
 graph = program.model_proto
 print(f"exported graph's nodes: {[node.op_type for node in graph.graph.node]} (onnx {onnx.__version__})")
 
@@ -34,13 +41,17 @@ try:
 except IndexError as exc:
     eager = f"IndexError: {exc}"
 print(f"eager torch, wte(input_ids) for id -1: {eager}")
-print("GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows (ids 0..50256) and "
-      "tf.gather(wte, X) on CPU raises for -1 ('indices[0,0] = -1 is not in [0, 50257)')")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L154, L157): wte has 50257 rows (ids 0..50256) and "
+    "tf.gather(wte, X) on CPU raises for -1 ('indices[0,0] = -1 is not in [0, 50257)')"
+)
 try:
     (rows,) = ReferenceEvaluator(graph).run(None, {"input_ids": ids})
 except Exception as exc:  # noqa: BLE001
     print(f"got from the exported graph: {type(exc).__name__}: {exc}")
     sys.exit(0)
-print(f"got from the exported graph: no error; the row for id -1 equals wte[50256]: "
-      f"{np.array_equal(rows[0, 0], rows[0, 1])}")
+print(
+    f"got from the exported graph: no error; the row for id -1 equals wte[50256]: "
+    f"{np.array_equal(rows[0, 0], rows[0, 1])}"
+)
 sys.exit(1)

@@ -2,6 +2,7 @@
 
 Standalone: needs only torch, transformers and numpy. Exits 1 while wpe's std is 0.02, 0 once
 it is GPT-2's 0.01 (wte's 0.02 is already GPT-2's)."""
+
 import sys
 
 import numpy as np

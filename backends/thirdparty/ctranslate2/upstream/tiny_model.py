@@ -7,6 +7,7 @@ weights are zero, no final norm, the identity as output projection, so forward_b
 embedding h = token row + position row). Each call runs in a child process, since the failing
 ones kill it. Exits 1 while the behaviour reproduces, 0 once every call listed below raises an
 exception Python can catch or returns the right rows."""
+
 import os
 import signal
 import subprocess
@@ -23,16 +24,22 @@ def generator(folder):
     from ctranslate2.specs import common_spec, transformer_spec
 
     spec = transformer_spec.TransformerDecoderModelSpec.from_config(
-        1, 1, pre_norm=True, activation=common_spec.Activation.GELUTanh, no_final_norm=True)
+        1, 1, pre_norm=True, activation=common_spec.Activation.GELUTanh, no_final_norm=True
+    )
     decoder = spec.decoder
     decoder.scale_embeddings = False
-    decoder.embeddings.weight = np.repeat(np.arange(1, VOCAB + 1, dtype=np.float32)[:, None], WIDTH, axis=1)  # row i: i + 1
+    decoder.embeddings.weight = np.repeat(
+        np.arange(1, VOCAB + 1, dtype=np.float32)[:, None], WIDTH, axis=1
+    )  # row i: i + 1
     decoder.position_encodings.encodings = np.zeros((POSITIONS, WIDTH), np.float32)
     zeros = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
     layer = decoder.layer[0]
     for norm in (layer.self_attention.layer_norm, layer.ffn.layer_norm):
         norm.gamma, norm.beta = np.ones(WIDTH, np.float32), zeros(WIDTH)
-    layer.self_attention.linear[0].weight, layer.self_attention.linear[0].bias = zeros(3 * WIDTH, WIDTH), zeros(3 * WIDTH)
+    layer.self_attention.linear[0].weight, layer.self_attention.linear[0].bias = (
+        zeros(3 * WIDTH, WIDTH),
+        zeros(3 * WIDTH),
+    )
     layer.self_attention.linear[1].weight, layer.self_attention.linear[1].bias = zeros(WIDTH, WIDTH), zeros(WIDTH)
     layer.ffn.linear_0.weight, layer.ffn.linear_0.bias = zeros(1, WIDTH), zeros(1)
     layer.ffn.linear_1.weight, layer.ffn.linear_1.bias = zeros(WIDTH, 1), zeros(WIDTH)
@@ -64,13 +71,16 @@ if len(sys.argv) == 3 and sys.argv[1] == "--call":
     call(eval(sys.argv[2]))  # noqa: S307 - this script's own literals (CALLS below)
 
 CALLS = {{CALLS}}  # (ids literal, what it is, whether a result is wrong)
-print("GPT-2 reference (openai/gpt-2 src/model.py L152-157): h = tf.gather(wte, X) + tf.gather(wpe, "
-      "positions_for(X, past_length)); tf.gather on CPU raises for an index outside the table, and X of shape "
-      "[B, 0] gives an h of shape [B, 0, d]")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L152-157): h = tf.gather(wte, X) + tf.gather(wpe, "
+    "positions_for(X, past_length)); tf.gather on CPU raises for an index outside the table, and X of shape "
+    "[B, 0] gives an h of shape [B, 0, d]"
+)
 wrong = 0
 for ids, what, result_is_wrong in CALLS:
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--call", ids], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--call", ids], capture_output=True, text=True, timeout=120
+    )
     if done.returncode < 0:
         print(f"forward_batch({ids}) ({what}): process killed by {signal.Signals(-done.returncode).name}")
         wrong += 1

@@ -2,6 +2,7 @@
 
 Standalone: needs only torch, transformers and numpy. Exits 1 while the behaviour reproduces,
 0 once GPT2Model returns hidden states of shape [1, 0, n_embd]."""
+
 import sys
 
 import numpy as np
@@ -14,8 +15,10 @@ config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=64, n_layer=1, n_
 model = GPT2Model(config).eval()
 
 input_ids = torch.from_numpy(np.zeros((1, 0), dtype=np.int64))  # batch 1, no tokens
-print("GPT-2 reference (openai/gpt-2 src/model.py L157): tf.gather(wte, X) + tf.gather(wpe, positions_for(X, 0)) "
-      "with X of shape [1, 0] is an empty [1, 0, n_embd] tensor")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L157): tf.gather(wte, X) + tf.gather(wpe, positions_for(X, 0)) "
+    "with X of shape [1, 0] is an empty [1, 0, n_embd] tensor"
+)
 try:
     with torch.no_grad():
         out = model(input_ids=input_ids, output_hidden_states=True)

@@ -4,6 +4,7 @@ calls tf.nn.bias_add. A batch of three ([3, 0, d]) works.
 
 Standalone: needs only keras-hub, Keras, TensorFlow and numpy. Exits 1 while [1, 0] ids raise,
 0 once they give a [1, 0, d] result. The width does not matter."""
+
 import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"  # Keras reads it once, when first imported
@@ -11,17 +12,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import sys
 
-import numpy as np
-import keras
 import keras_hub
+import numpy as np
 
 # GPT-2 as keras-hub builds it, from explicit arguments (no preset, no download), random init;
 # the path is GPT2CausalLM.call_with_cache's: token_embedding, position_embedding, embeddings_add
 WIDTH = 64
-backbone = keras_hub.models.GPT2Backbone(vocabulary_size=50257, num_layers=1, num_heads=1, hidden_dim=WIDTH,
-                                         intermediate_dim=4 * WIDTH, max_sequence_length=1024)
-print("GPT-2 reference (openai/gpt-2 src/model.py L141-144, L157): positions_for uses tf.range(nsteps), so an "
-      "empty X of shape [1, 0] gives an empty [1, 0, n_embd] h")
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=50257,
+    num_layers=1,
+    num_heads=1,
+    hidden_dim=WIDTH,
+    intermediate_dim=4 * WIDTH,
+    max_sequence_length=1024,
+)
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L141-144, L157): positions_for uses tf.range(nsteps), so an "
+    "empty X of shape [1, 0] gives an empty [1, 0, n_embd] h"
+)
 for batch in (3, 1):
     tokens = backbone.token_embedding(np.zeros((batch, 0), dtype="int32"))
     positions = backbone.position_embedding(tokens, start_index=0)

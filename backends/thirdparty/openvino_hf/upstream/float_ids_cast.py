@@ -6,6 +6,7 @@ by mistake is read as if it were ids.
 
 Standalone: needs only openvino and numpy (the graph is built with OpenVINO's own opset API).
 Exits 1 while float or bool ids run without an error, 0 once they raise."""
+
 import sys
 
 import numpy as np
@@ -19,16 +20,23 @@ ids = ops.parameter([-1], ov.Type.i64, name="input_ids")
 gather = ops.gather(ops.constant(table), ids, ops.constant(np.int64(0)))
 compiled = ov.Core().compile_model(ov.Model([gather], [ids], "embedding_lookup"), "CPU")
 
-print("GPT-2 reference (openai/gpt-2 src/model.py L154, L157): tf.gather(wte, X) rejects float and bool X "
-      "(TypeError: Value for attr 'Tindices' of float is not in the list of allowed values: int16, int32, int64)")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L154, L157): tf.gather(wte, X) rejects float and bool X "
+    "(TypeError: Value for attr 'Tindices' of float is not in the list of allowed values: int16, int32, int64)"
+)
+
+
+def shown(value):
+    return [round(float(v), 2) if value.dtype.kind == "f" else v for v in value.tolist()]
+
+
 silent = 0
-for value in (np.array([1.7, 2.2], dtype=np.float32), np.array([1.7, 2.2], dtype=np.float64),
-              np.array([True, False])):
+for value in (np.array([1.7, 2.2], dtype=np.float32), np.array([1.7, 2.2], dtype=np.float64), np.array([True, False])):
     try:
         (out,) = compiled([value]).values()
     except Exception as exc:  # noqa: BLE001
-        print(f"{value.dtype} ids {[round(float(v), 2) if value.dtype.kind == 'f' else v for v in value.tolist()]}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+        print(f"{value.dtype} ids {shown(value)}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
         continue
-    print(f"{value.dtype} ids {[round(float(v), 2) if value.dtype.kind == 'f' else v for v in value.tolist()]}: no error; read rows {[int(r) - 1 for r in out[:, 0]]}")
+    print(f"{value.dtype} ids {shown(value)}: no error; read rows {[int(r) - 1 for r in out[:, 0]]}")
     silent += 1
 sys.exit(1 if silent else 0)

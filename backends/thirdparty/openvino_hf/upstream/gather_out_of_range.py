@@ -6,6 +6,7 @@ position table) or a token id past the vocabulary silently adds nothing, and the
 Standalone: needs only openvino and numpy (the graph is built with OpenVINO's own opset API, so no
 ONNX file is needed). Exits 1 while an out-of-range index returns a row without an error, 0 once
 it raises."""
+
 import sys
 
 import numpy as np
@@ -21,12 +22,19 @@ ids = ops.parameter([-1], ov.Type.i64, name="ids")
 gather = ops.gather(ops.constant(table), ids, ops.constant(np.int64(0)))
 compiled = ov.Core().compile_model(ov.Model([gather], [ids], "embedding_lookup"), "CPU")
 
-print("GPT-2 reference (openai/gpt-2 src/model.py L152, L154, L157): wpe has 1024 rows and wte 50257; "
-      "h = tf.gather(wte, X) + tf.gather(wpe, positions), and tf.gather on CPU raises for an index "
-      "outside the table ('indices[0] = 1024 is not in [0, 1024)')")
+print(
+    "GPT-2 reference (openai/gpt-2 src/model.py L152, L154, L157): wpe has 1024 rows and wte 50257; "
+    "h = tf.gather(wte, X) + tf.gather(wpe, positions), and tf.gather on CPU raises for an index "
+    "outside the table ('indices[0] = 1024 is not in [0, 1024)')"
+)
 silent = 0
-for index, note in ((1023, "the last row"), (-1, "negative: ONNX counts it from the end"),
-                    (1024, "one past the end"), (-1025, "one before -1024"), (50257, "far past the end")):
+for index, note in (
+    (1023, "the last row"),
+    (-1, "negative: ONNX counts it from the end"),
+    (1024, "one past the end"),
+    (-1025, "one before -1024"),
+    (50257, "far past the end"),
+):
     try:
         (out,) = compiled([np.array([index], dtype=np.int64)]).values()
     except Exception as exc:  # noqa: BLE001
