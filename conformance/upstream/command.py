@@ -3,7 +3,9 @@ waivers, a standalone reproduction script and an issue draft for the implementat
 and an index of every draft with its status.
 
     reports/upstream/README.md               the index: every draft, reproduces or not
-    reports/upstream/<name>/<cause>.py       the reproduction (imports the library and numpy only)
+    reports/upstream/<name>/<cause>.py       the reproduction (imports the library and numpy only); not
+                                             committed in this repository: it is rendered from
+                                             backends/.../upstream/, and the draft shows it
     reports/upstream/<name>/<cause>.md       the issue draft: title, versions, what happens, what
                                              is expected and why, source lines, script, its output,
                                              related tracker threads
@@ -253,7 +255,8 @@ def write_index(out_dir: str) -> None:
         "# Upstream reports: drafts for the implementations' trackers",
         "",
         "One draft per cause behind a third-party backend's waivers, each with a standalone reproduction "
-        "script (the implementation's library and numpy only) that exits 1 while the behaviour reproduces. "
+        "script (the implementation's library and numpy only) that exits 1 while the behaviour reproduces: "
+        "the draft shows it, and the command writes it beside the draft as <cause>.py. "
         "Regenerate: `gpt2-conformance upstream [NAME ...]`. Nothing here has been filed.",
         "",
         "| Backend | Draft | Waived clauses | Tracker | Status |",
@@ -264,8 +267,7 @@ def write_index(out_dir: str) -> None:
             status = d["status"] + (f" ({d['note']})" if d.get("note") and d["status"] != cz.REPRODUCES else "")
             lines.append(
                 f"| {rec['backend']} | [{d['title'].replace('|', '/')}]({folder}/{d['cause']}.md) "
-                f"([script]({folder}/{d['cause']}.py)) | {', '.join(d['clauses'])} | {d['tracker']} | "
-                f"{status} |"
+                f"| {', '.join(d['clauses'])} | {d['tracker']} | {status} |"
             )
     not_reported = [(rec["backend"], n) for _, rec in records for n in rec.get("not_reported", [])]
     if not_reported:
