@@ -15,6 +15,7 @@ never that an implementation beat memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -72,6 +73,8 @@ def stream(read: int, write: int, threads: int, reader: str, pool: ThreadPoolExe
     runs = _pieces(read, write, threads, reader)
     if threads == 1:
         return runs[0]
+    if pool is None:
+        raise ValueError(f"stream(threads={threads}): more than one thread needs a pool to run them on")
     return lambda: list(pool.map(lambda run: run(), runs))
 
 
@@ -83,11 +86,12 @@ def fastest_streams(read: int, write: int, cores: int, pool: ThreadPoolExecutor 
     readers = tuple(READERS) if read > write else ("max",)
     out = {}
     for threads in sorted({1, cores} if pool is not None else {1}):
-        best = None
+        best: tuple[float, Callable[[], object], str] | None = None
         for reader in readers:
             call = stream(read, write, threads, reader, pool)
             t = timing.block(call, seconds=0, lead_in=0, before=before).median
             if best is None or t < best[0]:
                 best = (t, call, f"numpy stream of the workload's bytes, {threads} thread(s), read pass {reader}")
+        assert best is not None  # readers is never empty
         out[threads] = best[1:]
     return out

@@ -33,8 +33,8 @@ from gpt2_conformance.merge.model import MergeError
 from gpt2_conformance.results import EXIT_NOTHING_CHECKED
 
 ROUNDS = {"quick": 20, "gate": 40, "full": 8}
-# a worker's memory at its largest, about: 15 implementations' workers held 19.6 GB at the decode
-# step on the 2-core machine (reports/bench/cpu-2026-12-06-ranking-x3.md)
+# a worker's memory at its largest, about: what every implementation's workers held at once at the
+# decode step, per worker (the measurement is the ranking record indexed in reports/bench/README.md)
 WORKER_BYTES = 1.25 * 2**30
 BLOCK_S, LEAD_IN_S = 0.08, 0.02
 
@@ -205,12 +205,14 @@ def _memory(args, sides: int) -> str | None:
     if args.processes is None:
         args.processes = 2 if (args.quick or args.against) and fits(2) else 1
         if (args.quick or args.against) and args.processes == 1:
+            assert available is not None  # fits(2) failed, which it does only where the free memory is known
             print(
                 f"bench: one process per implementation: {sides} implementations in two each would need about "
                 f"{sides * 2 * WORKER_BYTES / 2**30:.0f} GB; this machine has {available / 2**30:.0f} GB free",
                 flush=True,
             )
     if not fits(args.processes):
+        assert available is not None  # fits() fails only where the free memory is known
         return (
             f"{sides} implementations in {args.processes} process(es) each need about "
             f"{sides * args.processes * WORKER_BYTES / 2**30:.0f} GB and this machine has "

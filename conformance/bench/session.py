@@ -27,6 +27,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpt2_conformance.bench.workloads import Workload
 
 # glibc serves large blocks with mmap and unmaps them on free, by thresholds that move with the
 # process's history, and a thread other than the main one allocates from arenas it unmaps when
@@ -78,13 +82,15 @@ class WorkerProcess:
         except OSError as exc:
             self._log.close()
             raise WorkerDied(f"{label}: cannot start {python}: {exc}") from exc
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are PIPE above
+        self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
         self._selector = selectors.DefaultSelector()
-        self._selector.register(self.proc.stdout, selectors.EVENT_READ)
+        self._selector.register(self._stdout, selectors.EVENT_READ)
 
     def send(self, op: str, **args) -> None:
         try:
-            self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
-            self.proc.stdin.flush()
+            self._stdin.write(json.dumps({"op": op, **args}) + "\n")
+            self._stdin.flush()
         except OSError:
             raise WorkerDied(self._death()) from None
 
@@ -92,7 +98,7 @@ class WorkerProcess:
         if not self._selector.select(self.timeout):
             self.proc.kill()
             raise WorkerDied(f"{self.label}: no answer within {self.timeout:.0f} s (log {self.log_path})")
-        line = self.proc.stdout.readline()
+        line = self._stdout.readline()
         if not line:
             raise WorkerDied(self._death())
         try:
@@ -103,6 +109,7 @@ class WorkerProcess:
         return reply
 
     def _death(self) -> str:
+        code: int | str
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -150,7 +157,7 @@ class Row:
 
     side: Side
     mode: str
-    workload: object  # workloads.Workload
+    workload: Workload
     key: str
     prep: dict
     blocks: list = field(default_factory=list)
@@ -246,7 +253,8 @@ def alternate(rows: list[Row], rounds: int, seconds: float, lead_in: float, say=
                 except WorkerDied as exc:
                     row.side.error = str(exc)
             if reply is None or reply.get("error"):
-                row.error = row.side.error or reply["error"]
+                # no reply: the side failed (before this round or in it) and its error is the row's
+                row.error = row.side.error if reply is None else row.side.error or reply["error"]
                 say(f"  {row.name:24s} {row.workload.group}: {row.error}")
                 continue
             row.blocks += [None] * (r - len(row.blocks)) + [reply]

@@ -27,6 +27,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -167,7 +168,8 @@ class Worker:
         return {"rows": rows}
 
     def _prepare_call(self, runner, mode: str, w: wl.Workload, setup_s: float) -> dict:
-        row = {"key": key_of(mode, w), "mode": mode, "setup_s": setup_s}
+        key = key_of(mode, w)
+        row = {"key": key, "mode": mode, "setup_s": setup_s}
         if not wl.applies(self.backend, mode, w):
             return {**row, "skipped": f"mode {mode} does not time {w.kind}"}
         try:
@@ -183,7 +185,7 @@ class Worker:
             row["first_call_s"] = time.perf_counter() - t0
         except Exception as exc:  # noqa: BLE001 - this row is an error; the others still run
             return {**row, **error_of(exc)}
-        self.calls[row["key"]] = (call, self.flush if w.cache == "cold" else None)
+        self.calls[key] = (call, self.flush if w.cache == "cold" else None)
         return row
 
     def _prepare_limit(self, w: wl.Workload) -> list[dict]:
@@ -213,7 +215,7 @@ class Worker:
 
     def handle(self, request: dict) -> dict:
         op = request.pop("op")
-        handlers = {"hello": self.hello, "prepare": self.prepare, "time": self.time}
+        handlers: dict[str, Callable[..., dict]] = {"hello": self.hello, "prepare": self.prepare, "time": self.time}
         if op not in handlers:
             raise ValueError(f"unknown op {op!r}")
         return handlers[op](**request)

@@ -29,7 +29,7 @@ cache    "warm": the same call repeated; "cold": the caches emptied before each 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from gpt2_conformance.api import gpt2
 
@@ -145,8 +145,7 @@ def step_parts(w: Workload) -> tuple[Workload, Workload]:
     """The forward and the head a decode step is timed as (one call, the two in sequence)."""
     if w.kind != "step":
         raise ValueError(f"step_parts: {w.kind!r} is not a step workload")
-    fields = dict(batch=w.batch, seq=w.seq, n_embd=w.n_embd, past_length=w.past_length, dtype=w.dtype, cache=w.cache)
-    return Workload("forward", w.phase, **fields), Workload("logits", w.phase, **fields)
+    return replace(w, kind="forward"), replace(w, kind="logits")
 
 
 def modes_of(backend: str) -> list[str]:
