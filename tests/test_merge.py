@@ -189,6 +189,10 @@ BAD = {
         {"machine_info": {}, "benchmarks": [{"name": "t", "stats": {"mean": 1}}]},
         "benchmarks[0].stats.median is missing",
     ),
+    "bench-median-not-a-number": (
+        {"machine_info": {}, "benchmarks": [{"name": "t", "stats": {"median": "slow"}}]},
+        "benchmarks[0].stats.median is str 'slow', but should be int or float",
+    ),
     "bad-parity": (_bad_report(parity={"cases": 3}), "parity has no 'cases' with a sha256 each or no 'inputs_sha256'"),
 }
 

@@ -56,13 +56,12 @@ def _load_json(path: str) -> dict:
     return data
 
 
-def _need(path: str, obj: dict, key: str, kind: type, where: str = "") -> object:
+def _need(path: str, obj: dict, key: str, kind: type | tuple[type, ...], where: str = "") -> object:
     if key not in obj:
         raise MergeError(f"{path}: {where}{key} is missing")
     if not isinstance(obj[key], kind):
-        raise MergeError(
-            f"{path}: {where}{key} is {type(obj[key]).__name__} {obj[key]!r:.40}, but should be {kind.__name__}"
-        )
+        kinds = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise MergeError(f"{path}: {where}{key} is {type(obj[key]).__name__} {obj[key]!r:.40}, but should be {kinds}")
     return obj[key]
 
 
