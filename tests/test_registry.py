@@ -5,8 +5,9 @@ throwaway backend registered by one entry) `list`, `run`, `bench --quick` and `m
 
 from __future__ import annotations
 
-import ast
 import configparser
+import importlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -75,18 +76,22 @@ def test_pyproject_has_every_extra_and_all_installs_each():
             assert entry.extra in everything.partition("[")[2], (name, everything)
 
 
-def test_reference_bench_modes_are_the_bench_modules_modes():
-    """The entry lists each mode with the workload kinds it times; bench.py describes the same modes."""
+def test_a_bench_mode_is_declared_once():
+    """A reference backend names and describes each bench mode in its registry entry only: its
+    bench module's MODES and CHECK are read from there, and a mode that is not a BenchMode is
+    refused where the entry is made."""
     for name, entry in ENTRIES.items():
         if entry.kind != REFERENCE:
             continue
-        tree = ast.parse((ROOT / "backends" / name / "bench.py").read_text())
-        modes = next(
-            ast.literal_eval(n.value)
-            for n in tree.body
-            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "MODES" for t in n.targets)
+        hooks = (
+            importlib.import_module(entry.bench_module)
+            if all(importlib.util.find_spec(m) for m in entry.requires)
+            else None
         )
-        assert list(modes) == list(entry.bench_modes), name
+        if hooks is not None:
+            assert (hooks.MODES, hooks.CHECK) == entry.mode_table(), name
+    with pytest.raises(TypeError, match="bench mode 'fast' is a tuple, not a BenchMode"):
+        Backend(name="x", adapter="a:B", requires=(), kind=REFERENCE, extra="", bench_modes={"fast": ()})
 
 
 THROWAWAY_ENTRY = """

@@ -1,6 +1,6 @@
 """The JAX backend: pure jitted functions over a {"wte", "wpe"} params dict, and its adapter."""
 
-from gpt2_conformance.api.backend import CACHE, REFERENCE, Backend
+from gpt2_conformance.api.backend import CACHE, REFERENCE, Backend, BenchMode
 
 # JAX compiles once per shape (the forward once per power-of-two token count, model.py): a
 # verdict's two shards compile 57 programs, 0.1 s each on 2 cores. Its suite processes keep them
@@ -14,6 +14,21 @@ BACKEND = Backend(
     kind=REFERENCE,
     extra="jax",
     bench="bench",
-    bench_modes={"suite": (), "flag": ("forward",), "nocheck": ("forward", "backward")},
+    bench_modes={
+        "suite": BenchMode(
+            about="jax.jit(checkify(gather + add)) (the adapter's mode): check inside the kernel",
+            check="on (checkify min/max in the kernel)",
+        ),
+        "flag": BenchMode(
+            about="jax.jit(gather + add) returning an in-range flag; the host raises on it",
+            check="on (min/max flag out of the kernel, host raises)",
+            kinds=("forward",),
+        ),
+        "nocheck": BenchMode(
+            about="jax.jit(gather + add), no id check (for the check's cost only)",
+            check="OFF (comparison only)",
+            kinds=("forward", "backward"),
+        ),
+    },
     child_env={"JAX_COMPILATION_CACHE_DIR": CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"},
 )

@@ -25,20 +25,11 @@ from jax.experimental import checkify
 
 from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.api.errors import TokenIdOutOfRangeError
-from gpt2_conformance.backends.jax import model
+from gpt2_conformance.backends.jax import BACKEND, model
 
-MODES = {
-    "suite": "jax.jit(checkify(gather + add)) (the adapter's mode): check inside the kernel",
-    "flag": "jax.jit(gather + add) returning an in-range flag; the host raises on it",
-    "nocheck": "jax.jit(gather + add), no id check (for the check's cost only)",
-}
+MODES, CHECK = BACKEND.mode_table()  # declared once, in the registry entry (__init__.py)
 SUITE_MODE = "suite"
 FASTEST_MODE = "flag"
-CHECK = {
-    "suite": "on (checkify min/max in the kernel)",
-    "flag": "on (min/max flag out of the kernel, host raises)",
-    "nocheck": "OFF (comparison only)",
-}
 
 
 def available(device: str) -> tuple[bool, str]:

@@ -22,18 +22,11 @@ import numpy as np
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig
 from gpt2_conformance.api.validation import check_embed_inputs
+from gpt2_conformance.backends.numpy import BACKEND
 
-MODES = {
-    "suite": "NumpyAdapter: host range check, np.take(mode='clip') + in-place add, one piece per core (fresh output)",
-    "take-out": "host range check, np.take(mode='clip', out=) + np.add(out=) into a preallocated buffer, one thread",
-    "fancy": "host range check, wte[ids] + wpe[p:p+T] (fancy indexing)",
-    "nocheck": (
-        "forward only: the suite mode's np.take(mode='clip') + add, one piece per core, no check (comparison only)"
-    ),
-}
+MODES, CHECK = BACKEND.mode_table()  # declared once, in the registry entry (__init__.py)
 SUITE_MODE = "suite"
 FASTEST_MODE = "suite"  # threaded; take-out shows one core with no allocation
-CHECK = {**{m: "on (host min/max before the gather)" for m in MODES}, "nocheck": "OFF (comparison only)"}
 
 
 def available(device: str) -> tuple[bool, str]:

@@ -1,6 +1,6 @@
 """The TensorFlow backend: GPT-2's embedding and tied head as a tf.Module (model.py) and its Adapter (adapter.py)."""
 
-from gpt2_conformance.api.backend import REFERENCE, Backend
+from gpt2_conformance.api.backend import REFERENCE, Backend, BenchMode
 
 # `import tensorflow` imports all of Keras 3 where it is installed (tensorflow/__init__.py loads
 # keras.src.optimizers eagerly; with it pandas and matplotlib): 1.4-1.6 s of a 6 s import on 2
@@ -18,6 +18,29 @@ BACKEND = Backend(
     kind=REFERENCE,
     extra="tensorflow",
     bench="bench",
-    bench_modes={"suite": (), "xla": (), "nocheck": ("forward",), "eager": (), "pretransposed": ("logits",)},
+    bench_modes={
+        "suite": BenchMode(
+            about="tf.function (no XLA) with in-graph Assert (the adapter's mode)",
+            check="on (in-graph Assert before the gather)",
+        ),
+        "xla": BenchMode(
+            about="tf.function(jit_compile=True) gather + add returning an in-range flag; the host raises on it",
+            check="on (min/max flag out of the XLA cluster, host raises)",
+        ),
+        "nocheck": BenchMode(
+            about="forward only: tf.function(jit_compile=True) gather + add, no check (comparison only)",
+            check="OFF (comparison only)",
+            kinds=("forward",),
+        ),
+        "eager": BenchMode(
+            about="eager: min/max check, tf.gather + add; head tf.matmul(transpose_b=True) eagerly",
+            check="on (eager min/max, host sync)",
+        ),
+        "pretransposed": BenchMode(
+            about="head only: eager tf.matmul(h, wte^T stored once)",
+            check="n/a (head only)",
+            kinds=("logits",),
+        ),
+    },
     child_env={"TF_USE_LEGACY_KERAS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"},
 )

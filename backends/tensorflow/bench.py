@@ -32,24 +32,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf
 
 from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.backends.tensorflow import BACKEND
 from gpt2_conformance.backends.tensorflow.model import gather_add
 
-MODES = {
-    "suite": "tf.function (no XLA) with in-graph Assert (the adapter's mode)",
-    "xla": "tf.function(jit_compile=True) gather + add returning an in-range flag; the host raises on it",
-    "nocheck": "forward only: tf.function(jit_compile=True) gather + add, no check (comparison only)",
-    "eager": "eager: min/max check, tf.gather + add; head tf.matmul(transpose_b=True) eagerly",
-    "pretransposed": "head only: eager tf.matmul(h, wte^T stored once)",
-}
+MODES, CHECK = BACKEND.mode_table()  # declared once, in the registry entry (__init__.py)
 SUITE_MODE = "suite"
 FASTEST_MODE = "xla"
-CHECK = {
-    "suite": "on (in-graph Assert before the gather)",
-    "xla": "on (min/max flag out of the XLA cluster, host raises)",
-    "nocheck": "OFF (comparison only)",
-    "eager": "on (eager min/max, host sync)",
-    "pretransposed": "n/a (head only)",
-}
 
 
 def available(device: str) -> tuple[bool, str]:

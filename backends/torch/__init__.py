@@ -1,6 +1,6 @@
 """The PyTorch backend: GPT-2's token + position embedding and tied head as an nn.Module."""
 
-from gpt2_conformance.api.backend import REFERENCE, Backend
+from gpt2_conformance.api.backend import REFERENCE, Backend, BenchMode
 
 BACKEND = Backend(
     name="torch",
@@ -9,5 +9,23 @@ BACKEND = Backend(
     kind=REFERENCE,
     extra="torch",
     bench="bench",
-    bench_modes={"suite": (), "compile": (), "suite-1thread": (), "nocheck": ("forward",)},
+    bench_modes={
+        "suite": BenchMode(
+            about="eager GPT2Embedding (the adapter's mode), aminmax check + host sync",
+            check="on (aminmax on device, host sync)",
+        ),
+        "compile": BenchMode(
+            about="eager check (aminmax + host sync), then torch.compile(embedding + add)",
+            check="on (eager aminmax + host sync before the compiled kernel)",
+        ),
+        "suite-1thread": BenchMode(
+            about="the suite mode with torch.set_num_threads(1)",
+            check="on (aminmax on device, host sync)",
+        ),
+        "nocheck": BenchMode(
+            about="forward only: the compile mode's torch.compile(embedding + add) with no check (comparison only)",
+            check="OFF (comparison only)",
+            kinds=("forward",),
+        ),
+    },
 )

@@ -24,21 +24,11 @@ import torch.nn.functional as F
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig
+from gpt2_conformance.backends.torch import BACKEND
 
-MODES = {
-    "suite": "eager GPT2Embedding (the adapter's mode), aminmax check + host sync",
-    "compile": "eager check (aminmax + host sync), then torch.compile(embedding + add)",
-    "suite-1thread": "the suite mode with torch.set_num_threads(1)",
-    "nocheck": "forward only: the compile mode's torch.compile(embedding + add) with no check (comparison only)",
-}
+MODES, CHECK = BACKEND.mode_table()  # declared once, in the registry entry (__init__.py)
 SUITE_MODE = "suite"
 FASTEST_MODE = "compile"
-CHECK = {
-    "suite": "on (aminmax on device, host sync)",
-    "compile": "on (eager aminmax + host sync before the compiled kernel)",
-    "suite-1thread": "on (aminmax on device, host sync)",
-    "nocheck": "OFF (comparison only)",
-}
 _THREADS = torch.get_num_threads()  # the default, restored for every mode but suite-1thread
 
 

@@ -16,6 +16,16 @@ WORKLOAD_KINDS = ("forward", "backward", "logits")  # what a bench mode can time
 
 
 @dataclass(frozen=True)
+class BenchMode:
+    """One way the bench times a reference backend, declared once, in its registry entry: the
+    bench module's table of modes and its check column are read from here."""
+
+    about: str  # what the mode runs, one line (the bench report's mode column)
+    check: str  # what it does about bad ids: "on (how)", or "OFF (comparison only)"
+    kinds: tuple[str, ...] = ()  # the workload kinds it times (WORKLOAD_KINDS); () all of them
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str  # what users type: `--backend NAME`
     adapter: str  # "module:factory", the module relative to the backend's folder
@@ -24,11 +34,11 @@ class Backend:
     # the pyproject extra that installs what it needs (pip install "gpt2-conformance[EXTRA]"); "" the core install
     extra: str
     waivers: str = ""  # the waiver file in the folder (JUDGED backends)
-    # bench: its own hooks module in the folder ("bench") and its modes, each with the workload
-    # kinds it times (all of WORKLOAD_KINDS where empty); without modes, the bench times the
-    # adapter's native hooks (native_bench in that module) and the Adapter API
+    # bench: its own hooks module in the folder ("bench") and its modes (name -> BenchMode), the
+    # one place a mode is named and described; without modes, the bench times the adapter's
+    # native hooks (native_bench in that module) and the Adapter API
     bench: str = ""
-    bench_modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    bench_modes: dict[str, BenchMode] = field(default_factory=dict)
     # environment variables its suite's child processes start with where the user's environment
     # does not set them; CACHE in a value stands for this user's private folder for the backend
     # (machine.private_cache_folder; a variable naming it is left out where there is none)
@@ -41,8 +51,12 @@ class Backend:
         module, sep, attr = self.adapter.partition(":")
         if not sep or not module or not attr:
             raise ValueError(f"backend {self.name!r}: adapter {self.adapter!r} must have the form module:factory")
-        for mode, kinds in self.bench_modes.items():
-            unknown = set(kinds) - set(WORKLOAD_KINDS)
+        for mode, declared in self.bench_modes.items():
+            if not isinstance(declared, BenchMode):
+                raise TypeError(
+                    f"backend {self.name!r}: bench mode {mode!r} is a {type(declared).__name__}, not a BenchMode"
+                )
+            unknown = set(declared.kinds) - set(WORKLOAD_KINDS)
             if unknown:
                 raise ValueError(f"backend {self.name!r}: bench mode {mode!r} names unknown kinds {sorted(unknown)}")
 
@@ -66,5 +80,9 @@ class Backend:
 
     def times(self, mode: str, kind: str) -> bool:
         """Whether bench mode `mode` times workloads of `kind` (modes it does not list: all)."""
-        kinds = self.bench_modes.get(mode)
-        return not kinds or kind in kinds
+        declared = self.bench_modes.get(mode)
+        return declared is None or not declared.kinds or kind in declared.kinds
+
+    def mode_table(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(mode -> what it runs, mode -> its check): a bench module's MODES and CHECK."""
+        return {m: b.about for m, b in self.bench_modes.items()}, {m: b.check for m, b in self.bench_modes.items()}
