@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+from collections.abc import Sequence
 from pathlib import PurePath
 
 from gpt2_conformance.merge import parity
@@ -76,7 +77,7 @@ def column_order(runs: list[Run]) -> list[Run]:
     return sorted(runs, key=lambda r: (known.get(r.backend, len(known)), r.backend, r.device, r.label))
 
 
-def merged(runs: list[Run], bench: list[dict], ignored: list[str] = (), base: str | None = None) -> dict:
+def merged(runs: list[Run], bench: list[dict], ignored: Sequence[str] = (), base: str | None = None) -> dict:
     """The merged document; files are named as shown_names(..., base or the working directory)."""
     label_columns(runs)
     runs = column_order(runs)

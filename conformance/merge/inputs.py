@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TypeVar, overload
 
 from gpt2_conformance import results as res
 from gpt2_conformance.merge.model import MERGED_FORMAT, NEITHER, RAW_BENCH, UNKNOWN, MergeError, Run, as_text
+
+T = TypeVar("T")
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -56,6 +59,10 @@ def _load_json(path: str) -> dict:
     return data
 
 
+@overload
+def _need(path: str, obj: dict, key: str, kind: type[T], where: str = "") -> T: ...
+@overload
+def _need(path: str, obj: dict, key: str, kind: tuple[type[T], ...], where: str = "") -> T: ...
 def _need(path: str, obj: dict, key: str, kind: type | tuple[type, ...], where: str = "") -> object:
     if key not in obj:
         raise MergeError(f"{path}: {where}{key} is missing")
@@ -169,8 +176,12 @@ def load(paths: list[str]) -> tuple[list[Run], list[dict], list[str], list[str]]
     merge's own merged.json in a folder (a folder merged into itself). Any
     other JSON file found in a folder that is neither kind is ignored and listed; one named on
     the command line is an error."""
-    runs, bench, ignored, raw, seen = [], [], [], [], set()
-    raw_in_folders = []
+    runs: list[Run] = []
+    bench: list[dict] = []
+    ignored: list[str] = []
+    raw: list[str] = []
+    seen: set[str] = set()
+    raw_in_folders: list[str] = []
     for path, in_folder in expand(paths):
         if os.path.realpath(path) in seen:
             raise MergeError(f"{path}: given twice")

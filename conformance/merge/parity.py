@@ -45,7 +45,8 @@ def section(runs: list[Run]) -> dict:
     usable = {k: v for k, v in fps.items() if "error" not in v}
     ref_label = next((r.label for r in runs if r.backend == "numpy" and r.label in usable), next(iter(usable), None))
     digests: dict[str, dict[str, str]] = {}  # case -> sha256 -> letter, in column order
-    rows = [_parity_row(r.label, fps[r.label], usable.get(ref_label), digests) for r in runs]
+    ref = None if ref_label is None else usable[ref_label]  # None only where no run is usable
+    rows = [_parity_row(r.label, fps[r.label], ref, digests) for r in runs]
     by_inputs: dict[str, list[Run]] = {}
     for r in runs:
         if r.label in usable:
@@ -93,7 +94,7 @@ def _parity_row(label: str, fp: dict, ref: dict | None, digests: dict) -> dict:
             "digest": letter,
             "bit_identical_to_reference": c["sha256"] == c.get("reference_sha256"),
             "sample_max_abs_diff_vs_reference_column": _sample_diff(ref["cases"][case], c)
-            if comparable and case in ref["cases"]
+            if ref is not None and comparable and case in ref["cases"]
             else None,
         }
     return {
@@ -137,13 +138,13 @@ def _same_backend(members: list[Run], usable: dict) -> list[dict]:
         if len(labels) < 2:
             continue
         cases = [usable[label]["cases"] for label in labels]
-        diffs = [
+        pairs = [
             _sample_diff(a["logits"], b["logits"])
             for i, a in enumerate(cases)
             for b in cases[i + 1 :]
             if "logits" in a and "logits" in b
         ]
-        diffs = [d for d in diffs if d is not None]
+        diffs = [d for d in pairs if d is not None]
         out.append(
             {
                 "backend": backend,

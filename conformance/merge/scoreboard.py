@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from html import escape
 
 from gpt2_conformance import results as res
@@ -214,7 +215,7 @@ def _host(host: str) -> str:
     return "" if host == UNKNOWN else f"<small>{escape(host)}</small>"
 
 
-def _cell(cell: dict, drafts: list[tuple[str, str]] = ()) -> str:
+def _cell(cell: dict, drafts: Sequence[tuple[str, str]] = ()) -> str:
     status = cell["status"]
     cls = STATUS_CLASS.get(status, "absent")
     head = f'<td class="st {cls}" data-status="{escape(status)}">'
@@ -308,7 +309,7 @@ def _series_label(row: dict, hosts: int) -> str:
     return f"{row['backend']} {row['device']}" + (f" ({row['host']})" if hosts > 1 else "")
 
 
-def hbar_svg(items: list[tuple[str, float, str, float | None]], unit: str, title: str) -> str:
+def hbar_svg(items: Sequence[tuple[str, float, str, float | None]], unit: str, title: str) -> str:
     """Horizontal bars, one per (label, value, text, limit), on a linear axis from 0. A limit,
     where given, is drawn across its own bar as a dashed red line (each row may have its own
     limit)."""
