@@ -11,7 +11,6 @@ import tomllib
 import pytest
 
 from gpt2_conformance import registry, spec
-from gpt2_conformance.api.gpt2 import SIZES
 from gpt2_conformance.results import FAIL, NOT_CLAIMED, STATUSES
 from gpt2_conformance.run.runner import run_in_process
 
@@ -107,7 +106,9 @@ def test_scorecard_excerpts_show_the_spec_as_it_is():
     title, and the summary line counts every clause once (an excerpt from an older spec, or a run
     that lost clauses, fails here)."""
     _assert_rows_are_this_spec("docs/scorecard.md", _clause_rows(SCORECARD_PAGE))
-    assert re.search(rf"spec {re.escape(spec.SPEC_VERSION)}: backend ", SCORECARD_PAGE), "the excerpt is of another spec"
+    assert re.search(rf"spec {re.escape(spec.SPEC_VERSION)}: backend ", SCORECARD_PAGE), (
+        "the excerpt is of another spec"
+    )
     counts = re.search(r"^  (\d+) passed, (\d+) failed, (\d+) not claimed, (\d+) skipped in ", SCORECARD_PAGE, re.M)
     assert counts, "docs/scorecard.md has no summary line ('N passed, N failed, ...')"
     counted = sum(map(int, counts.groups()))
@@ -152,36 +153,6 @@ def test_relative_links_resolve(doc):
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", path.read_text()):
         if not re.match(r"[a-z]+://", target):
             assert (path.parent / target).exists(), f"{doc} links to {target}, which does not exist"
-
-
-BACKEND_ROWS = {row[0].strip("`"): row for row in table(README, "| Backend | Kind | Wraps |")}
-
-
-def test_backend_table_lists_every_builtin_in_registry_order():
-    assert list(BACKEND_ROWS) == list(BUILTINS)
-
-
-@pytest.mark.parametrize("name", list(BUILTINS))
-def test_backend_row_matches_registry_capabilities_and_waivers(name):
-    entry = BUILTINS[name]
-    _, kind, _wraps, extra, dtypes, devices, claims, waived = BACKEND_ROWS[name]
-    assert kind == entry.kind
-    assert (extra.strip("`") if extra != "(core)" else "") == entry.extra
-    assert int(re.search(r"\d+", waived).group()) == len(waiver_clauses(entry)), f"{name}: waived count"
-    for module in entry.requires:
-        pytest.importorskip(module)
-    caps = registry.resolve(name).capabilities
-    assert dtypes.split(", ") == list(caps.dtypes)
-    assert devices.split(", ") == list(caps.devices)
-    expected = {c for c in BOOLEAN_CLAIMS if getattr(caps, c)}
-    listed = (
-        set(BOOLEAN_CLAIMS)
-        if claims == "all"
-        else set(BOOLEAN_CLAIMS) - set(claims.removeprefix("all but ").split(", "))
-    )
-    assert claims == "all" or claims.startswith("all but ")
-    assert listed == expected, f"{name}: claims {sorted(expected)}"
-    assert sorted(caps.sizes) == sorted(SIZES.values()), "the README says every backend claims all four sizes"
 
 
 def test_thirdparty_findings_list_each_waiver_file():

@@ -12,6 +12,10 @@ BACKEND = Backend(
     adapter="adapter:JaxAdapter",
     requires=("jax",),
     kind=REFERENCE,
+    wraps=(
+        "pure functions under `jax.jit`, flat tokens with their positions (one compile per power-of-two "
+        "count), ids checked by `checkify`"
+    ),
     extra="jax",
     bench="bench",
     bench_modes={

@@ -7,6 +7,7 @@ BACKEND = Backend(
     adapter="adapter:NumpyAdapter",
     requires=("numpy",),
     kind=REFERENCE,
+    wraps="`np.take` + broadcast add, BLAS head",
     extra="",
     bench="bench",
     bench_modes={

@@ -16,6 +16,10 @@ BACKEND = Backend(
     adapter="adapter:TensorFlowAdapter",
     requires=("tensorflow",),
     kind=REFERENCE,
+    wraps=(
+        "`tf.Variable`s read whole, `tf.gather` + the tied `tf.matmul` as in openai/gpt-2, under "
+        "`tf.function` (no XLA: XLA drops the assert and clamps)"
+    ),
     extra="tensorflow",
     bench="bench",
     bench_modes={

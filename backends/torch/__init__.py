@@ -7,6 +7,7 @@ BACKEND = Backend(
     adapter="adapter:TorchAdapter",
     requires=("torch",),
     kind=REFERENCE,
+    wraps="`nn.Module` with two `nn.Embedding`s, head `F.linear` on the same Parameter; eager, `no_grad`",
     extra="torch",
     bench="bench",
     bench_modes={

@@ -34,6 +34,7 @@ class Backend:
     # the pyproject extra that installs what it needs (pip install "gpt2-conformance[EXTRA]"); "" the core install
     extra: str
     waivers: str = ""  # the waiver file in the folder (JUDGED backends)
+    wraps: str = ""  # what it runs, one line of Markdown (the README's backend table)
     # bench: its own hooks module in the folder ("bench") and its modes (name -> BenchMode), the
     # one place a mode is named and described; without modes, the bench times the adapter's
     # native hooks (native_bench in that module) and the Adapter API

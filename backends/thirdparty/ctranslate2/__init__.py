@@ -9,6 +9,12 @@ BACKEND = Backend(
     adapter="adapter:CTranslate2Adapter",
     requires=("ctranslate2",),
     kind=JUDGED,
+    wraps=(
+        "CTranslate2 running a GPT-2 decoder written with its own model spec (one zero block, no final "
+        "norm); h = `Generator.forward_batch` with an identity head, after a cache each step's head "
+        "output of `generate_batch` after a cached static prompt; its output projection (wte) fed h_final"
+        " as a model's token rows"
+    ),
     extra="ctranslate2",
     waivers="waivers.toml",
     bench="bench",

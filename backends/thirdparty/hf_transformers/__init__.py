@@ -8,6 +8,7 @@ BACKEND = Backend(
     adapter="adapter:HFTransformersAdapter",
     requires=("torch", "transformers"),
     kind=JUDGED,
+    wraps="transformers `GPT2LMHeadModel` (PyTorch)",
     extra="hf",
     waivers="waivers.toml",
     bench="bench",

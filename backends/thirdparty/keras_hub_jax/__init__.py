@@ -12,6 +12,7 @@ BACKEND = Backend(
     adapter="adapter:KerasHubJaxAdapter",
     requires=("keras_hub", "keras", "jax"),
     kind=JUDGED,
+    wraps="keras-hub `GPT2Backbone`, Keras on JAX",
     extra="keras-hub",
     waivers="waivers.toml",
     bench="bench",

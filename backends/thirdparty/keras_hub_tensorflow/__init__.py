@@ -8,6 +8,7 @@ BACKEND = Backend(
     adapter="adapter:KerasHubTensorFlowAdapter",
     requires=("keras_hub", "keras", "tensorflow"),
     kind=JUDGED,
+    wraps="keras-hub `GPT2Backbone`, Keras on TensorFlow",
     extra="keras-hub",
     waivers="waivers.toml",
     bench="bench",

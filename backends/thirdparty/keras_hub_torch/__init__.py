@@ -8,6 +8,7 @@ BACKEND = Backend(
     adapter="adapter:KerasHubTorchAdapter",
     requires=("keras_hub", "keras", "torch"),
     kind=JUDGED,
+    wraps="keras-hub `GPT2Backbone`, Keras on PyTorch",
     extra="keras-hub",
     waivers="waivers.toml",
     bench="bench",

@@ -10,6 +10,10 @@ BACKEND = Backend(
     adapter="adapter:LlamaCppAdapter",
     requires=("llama_cpp", "gguf"),
     kind=JUDGED,
+    wraps=(
+        "llama.cpp through llama-cpp-python's C API, running a GPT-2 GGUF the adapter writes with gguf's "
+        "GGUFWriter; h read inside its graph by the eval callback, its tied head fed h_final through it"
+    ),
     extra="llama-cpp",
     waivers="waivers.toml",
     bench="bench",

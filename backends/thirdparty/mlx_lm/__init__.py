@@ -8,6 +8,7 @@ BACKEND = Backend(
     adapter="adapter:MlxLmAdapter",
     requires=("mlx", "mlx_lm"),
     kind=JUDGED,
+    wraps="mlx-lm `models.gpt2.Model` on MLX (CPU)",
     extra="mlx",
     waivers="waivers.toml",
     bench="bench",

@@ -9,6 +9,7 @@ BACKEND = Backend(
     adapter="adapter:OnnxRuntimeHFAdapter",
     requires=("torch", "transformers", "onnx", "onnxscript", "onnxruntime"),
     kind=JUDGED,
+    wraps="HF `GPT2LMHeadModel` exported to ONNX by torch's dynamo exporter, run by onnxruntime's CPUExecutionProvider",
     extra="onnx",
     waivers="waivers.toml",
     bench="bench",

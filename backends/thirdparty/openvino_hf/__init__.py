@@ -9,6 +9,7 @@ BACKEND = Backend(
     adapter="adapter:OpenVINOHFAdapter",
     requires=("torch", "transformers", "onnx", "onnxscript", "openvino"),
     kind=JUDGED,
+    wraps="the same ONNX graph, read by OpenVINO's ONNX frontend and run by its CPU plugin (precision hint f32)",
     extra="openvino",
     waivers="waivers.toml",
     bench="bench",

@@ -9,6 +9,9 @@ BACKEND = Backend(
     adapter="adapter:TractHFAdapter",
     requires=("torch", "transformers", "onnx", "onnxscript", "tract"),
     kind=JUDGED,
+    wraps=(
+        "the same ONNX graph, loaded by tract's ONNX loader and run by its default CPU runtime (one model per output)"
+    ),
     extra="tract",
     waivers="waivers.toml",
     bench="bench",

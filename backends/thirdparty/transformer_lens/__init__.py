@@ -8,6 +8,7 @@ BACKEND = Backend(
     adapter="adapter:TransformerLensAdapter",
     requires=("torch", "transformer_lens"),
     kind=JUDGED,
+    wraps="TransformerLens `HookedTransformer` (PyTorch)",
     extra="transformer-lens",
     waivers="waivers.toml",
     bench="bench",
