@@ -1,6 +1,7 @@
 """Where adapters come from, and the one place that reads the backend list:
 
-- the built-in entries: gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND;
+- the built-in entries: gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND (or
+  BACKENDS: one implementation on several frameworks, an entry each);
 - installed packages' entries, the same Backend type: entry-point group `gpt2_conformance.backends`,
   each value a module holding BACKEND (name, adapter, requires, kind, waivers, bench modes): a
   package, or a plain module inside one (its names are then relative to that package);
@@ -17,7 +18,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 from gpt2_conformance.api.backend import JUDGED, REFERENCE, Backend
 
@@ -37,7 +38,10 @@ def _entries() -> tuple[dict[str, Backend], dict[str, str], dict[str, object]]:
 
     out: dict[str, Backend] = {}
     for folder in FOLDERS:  # ours: a broken built-in is the suite's bug, raised as it is
-        _add(out, f"{BACKENDS_PACKAGE}.{folder}", importlib.import_module(f"{BACKENDS_PACKAGE}.{folder}").BACKEND)
+        module = importlib.import_module(f"{BACKENDS_PACKAGE}.{folder}")
+        # one entry (BACKEND), or a family's entries with the framework as a parameter (BACKENDS)
+        for found in getattr(module, "BACKENDS", None) or (module.BACKEND,):
+            _add(out, f"{BACKENDS_PACKAGE}.{folder}", found)
     broken: dict[str, str] = {}
     origins: dict[str, object] = {}
     for ep in sorted(entry_points(group=BACKEND_ENTRY_POINT_GROUP), key=lambda e: e.name):
@@ -139,7 +143,7 @@ def judged() -> list[str]:
     return [n for n, e in builtin().items() if e.kind == JUDGED]
 
 
-def _adapter_plugins() -> tuple[dict[str, object], dict[str, str]]:
+def _adapter_plugins() -> tuple[dict[str, EntryPoint], dict[str, str]]:
     """(name -> entry point, name -> why it cannot be used) of the group that gives a factory only."""
     found, broken_ones = {}, {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -151,7 +155,7 @@ def _adapter_plugins() -> tuple[dict[str, object], dict[str, str]]:
     return found, broken_ones
 
 
-def _plugins() -> dict[str, object]:
+def _plugins() -> dict[str, EntryPoint]:
     return _adapter_plugins()[0]
 
 

@@ -135,7 +135,7 @@ def test_example_adapter_passes_everything_it_claims(monkeypatch):
 
 KERAS_HUB_BUILDS = """
 import numpy as np
-from gpt2_conformance.backends.thirdparty.keras_hub_jax.adapter import KerasHubJaxAdapter
+from gpt2_conformance.backends.thirdparty.keras_hub.adapter import KerasHubJaxAdapter
 rng = np.random.default_rng(0)
 wte = rng.standard_normal((50257, 768), dtype=np.float32)
 wpe = rng.standard_normal((1024, 768), dtype=np.float32)

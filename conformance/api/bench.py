@@ -85,9 +85,13 @@ def has_native(factory) -> bool:
 
 
 def native_available(factory, device: str) -> tuple[bool, str]:
-    """(ok, why not) for timing natively on device: the sibling module's native_available(device)
-    where it has one (it may move a CPU-only adapter's model to a GPU its framework sees), else
-    the adapter's claimed devices."""
+    """(ok, why not) for timing natively on device: the adapter class's own native_available(device)
+    (a classmethod: one adapter family on several frameworks), else the sibling module's, where
+    there is one (it may move a CPU-only adapter's model to a GPU its framework sees), else the
+    adapter's claimed devices."""
+    own = getattr(factory, "native_available", None)
+    if callable(own):
+        return own(device)
     module = _sibling_module(factory) if isinstance(factory, type) else None
     if module is not None and hasattr(module, "native_available"):
         return module.native_available(device)

@@ -1,6 +1,6 @@
-"""Shared adapter for keras-hub's GPT2Backbone (Keras 3), the implementation under test, on
-any Keras backend. backends/thirdparty/keras_hub_tensorflow and backends/thirdparty/keras_hub_jax subclass it with
-their backend name.
+"""The adapter for keras-hub's GPT2Backbone (Keras 3), the implementation under test, on any Keras
+backend: one class, KerasHubGPT2Adapter, and one two-line subclass per framework that names its
+Keras backend (this folder's __init__.py makes an entry of each).
 
 Keras reads KERAS_BACKEND once, when it is first imported, so one process holds one Keras
 backend: this module imports keras only when the first adapter is built (the CLI's parent
@@ -22,7 +22,7 @@ head count, and no transformer block (num_layers=0): the embedding, its tables, 
 the tied head are the same layers whatever follows them, and building a block cost 2.5-5 s per
 adapter on JAX, a suite run builds dozens (keras-hub-jax's run: 314 s with one block, 152 s
 without, the same verdicts, messages and parity digests). The reproduction scripts in
-reports/upstream build one block, as a user's model has blocks. init_tables seeds Keras
+upstream/ build one block, as a user's model has blocks. init_tables seeds Keras
 (keras.utils.set_random_seed) and builds a new backbone: its own initializers. The adapter adds
 no checks: ids and past_length go to the layers as they come.
 
@@ -91,6 +91,13 @@ class KerasHubGPT2Adapter(Adapter):
     @classmethod
     def implementation(cls) -> str:
         return versions(cls.KERAS_BACKEND)
+
+    @classmethod
+    def native_available(cls, device: str) -> tuple[bool, str]:
+        """Whether the bench can time this Keras backend natively on device (bench.py)."""
+        from gpt2_conformance.backends.thirdparty.keras_hub.bench import available
+
+        return available(cls.KERAS_BACKEND, device)
 
     @property
     def backbone(self):
@@ -168,3 +175,15 @@ class KerasHubGPT2Adapter(Adapter):
         """A numpy copy; bfloat16 (ml_dtypes in numpy) comes back as float32, exactly."""
         out = np.array(self.keras.ops.convert_to_numpy(x))
         return out.astype(np.float32) if out.dtype.name == "bfloat16" else out
+
+
+class KerasHubTensorFlowAdapter(KerasHubGPT2Adapter):
+    KERAS_BACKEND = "tensorflow"
+
+
+class KerasHubJaxAdapter(KerasHubGPT2Adapter):
+    KERAS_BACKEND = "jax"
+
+
+class KerasHubTorchAdapter(KerasHubGPT2Adapter):
+    KERAS_BACKEND = "torch"

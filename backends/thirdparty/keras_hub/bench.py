@@ -1,5 +1,5 @@
-"""Native bench hooks shared by the keras-hub adapters on each Keras backend
-(keras_hub_tensorflow, keras_hub_jax, keras_hub_torch; conformance/api/bench.py).
+"""Native bench hooks of the keras-hub adapters on each Keras backend (conformance/api/bench.py):
+native_bench, and native_available for the adapter's Keras backend.
 
 The timed calls are the adapter's path, call_with_cache's embedding and the tied head, on the
 backend's own tensors (keras.ops.convert_to_tensor, once, before timing):
