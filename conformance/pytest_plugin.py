@@ -3,7 +3,7 @@ session of an environment that has the suite installed. So it does nothing but r
 suite's options, each behind the `--gpt2c-` prefix (a project's own `--device` or `--backend`
 stays its own), and imports nothing unless a --gpt2c- input is given (then it checks them before
 collection, to refuse in one line what cannot run): the suite's hooks and fixtures live in
-gpt2_conformance/suite/conftest.py, which pytest loads only when it collects the suite.
+conformance/suite/conftest.py, which pytest loads only when it collects the suite.
 
     pytest --pyargs gpt2_conformance.suite --gpt2c-backend numpy
     pytest --pyargs gpt2_conformance.suite --gpt2c-adapter mypkg.gpt2:make_adapter --gpt2c-device gpu
@@ -62,7 +62,7 @@ def pytest_addoption(parser):
 @pytest.hookimpl(tryfirst=True)  # before the suite's conftest, whose hooks read what is checked here
 def pytest_configure(config):
     """Every --gpt2c- input is checked here, before collection, by the same checks `gpt2-conformance
-    run` makes (gpt2_conformance/runtime/inputs.py), and refused as pytest's usage error: one line,
+    run` makes (conformance/runtime/inputs.py), and refused as pytest's usage error: one line,
     exit 4. The suite's conftest is imported during collection, where an error is a collection
     error with a chained traceback, and a bad checkpoint would be each GOLDEN test's error.
 

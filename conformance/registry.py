@@ -1,6 +1,6 @@
 """Where adapters come from, and the one place that reads the backend list:
 
-- the built-in entries: gpt2_conformance/backends/__init__.py FOLDERS, each folder's BACKEND (or
+- the built-in entries: backends/__init__.py FOLDERS, each folder's BACKEND (or
   BACKENDS: one implementation on several frameworks, an entry each);
 - installed packages' entries, the same Backend type: entry-point group `gpt2_conformance.backends`,
   each value a module holding BACKEND (name, adapter, requires, kind, waivers, bench modes): a

@@ -20,7 +20,7 @@ if TESTS_DIR not in sys.path:
 
 def pytest_configure(config):
     # the suite runs hundreds of times in these processes and their children: keep its freed
-    # 150-310 MB blocks in the heap (gpt2_conformance/run/memory.py says why)
+    # 150-310 MB blocks in the heap (conformance/run/memory.py says why)
     from gpt2_conformance.run import memory
 
     memory.keep_freed_memory()

@@ -1,6 +1,6 @@
 """Cross-backend parity: the same inputs through every backend, compared with the NumPy
 reference. The suite's own child process computes the run's fingerprint (below) after the last
-clause, on the framework it already imported (gpt2_conformance/run/events.py); `run` stores it in
+clause, on the framework it already imported (conformance/run/events.py); `run` stores it in
 its JSON report and `merge` compares it across machines, devices and versions.
 
 Inputs: the suite's tables (seeded), a prefill of 1024 tokens from past_length 0, the cached

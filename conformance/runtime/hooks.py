@@ -1,7 +1,7 @@
 """The suite's pytest hooks: resolve the adapter, skip what it does not claim ("not claimed:
 ..."), and attach to each test report its clause ID, its outcome (verdicts.classify) and a
-one-line message. Loaded with the fixtures by gpt2_conformance/suite/conftest.py only when pytest
-collects the suite; the options are gpt2_conformance/pytest_plugin.py's.
+one-line message. Loaded with the fixtures by conformance/suite/conftest.py only when pytest
+collects the suite; the options are conformance/pytest_plugin.py's.
 
     pytest --pyargs gpt2_conformance.suite --gpt2c-backend numpy
     pytest --pyargs gpt2_conformance.suite --gpt2c-adapter mypkg.gpt2:make_adapter --gpt2c-device gpu

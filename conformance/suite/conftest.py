@@ -1,5 +1,5 @@
 """Loaded by pytest only when it collects the suite: the suite's hooks and fixtures. The options
-are the entry point's (gpt2_conformance/pytest_plugin.py), which imports nothing, so a project
+are the entry point's (conformance/pytest_plugin.py), which imports nothing, so a project
 that merely has the suite installed pays nothing for it."""
 
 from gpt2_conformance.runtime.fixtures import (  # noqa: F401
