@@ -8,6 +8,7 @@
     gpt2-conformance thirdparty [NAME ...] [--out reports]     # one report per judged implementation
     gpt2-conformance upstream [NAME ...] [--out-dir DIR]  # a reproduction + issue draft per waived cause
     gpt2-conformance merge FILE.json... [--out-dir DIR]   # one matrix, parity, bench table, scoreboard.html
+    gpt2-conformance out-of-range --reports DIR [--out FILE]  # what every backend did with each bad index
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance list [--long]   # backend names (--long: what they are, whether installed)
     gpt2-conformance --version       # the package and the spec version its verdicts are against
@@ -35,6 +36,7 @@ COMMANDS = {
     "thirdparty": "gpt2_conformance.run.thirdparty",
     "upstream": "gpt2_conformance.upstream.command",
     "merge": "gpt2_conformance.merge.command",
+    "out-of-range": "gpt2_conformance.merge.out_of_range",
     "constraints": "gpt2_conformance.run.constraints_command",
     "spec": "gpt2_conformance.cli",
     "list": "gpt2_conformance.cli",

@@ -28,6 +28,7 @@ class TestOutcome:
     message: str = ""
     duration: float = 0.0
     repro: str = ""  # a failed test: the command line that replays it alone (run --case)
+    observed: str = ""  # a BOUNDS probe: what the implementation did with its bad input (runtime/observe.py)
 
     @property
     def status(self) -> str:
@@ -126,8 +127,9 @@ class SuiteResult:
 
 def _test_dict(t: TestOutcome) -> dict:
     out = asdict(t) | {"status": t.status}
-    if not t.repro:
-        del out["repro"]
+    for optional in ("repro", "observed"):
+        if not out[optional]:
+            del out[optional]
     return out
 
 

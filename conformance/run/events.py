@@ -5,7 +5,7 @@ flushed and synced so that a test that kills the interpreter still leaves every 
 
     {"event": "collected", "clauses": {nodeid: clause}}   the tests this pass will run
     {"event": "start", "nodeid"}                          a test begins
-    {"event": "result", "nodeid", "clause", "outcome", "message", "duration"}
+    {"event": "result", "nodeid", "clause", "outcome", "message", "duration"[, "observed"]}
     {"event": "session", "implementation", "parity"}      after the last test (parity: with --gpt2c-parity,
                                                           in the first shard to claim it)
 
@@ -26,6 +26,7 @@ import pytest
 
 from gpt2_conformance.results import TestOutcome
 from gpt2_conformance.runtime.hooks import outcome_of
+from gpt2_conformance.runtime.observe import PROPERTY as OBSERVED
 
 # A test whose failure leaves the device unusable for the rest of the process: a CUDA
 # device-side assert (torch's unchecked gather on the GPU) poisons the CUDA context, and every
@@ -90,6 +91,8 @@ class EventsWriter:
         rec["duration"] += report.duration
         if report.outcome != "passed" and rec["outcome"] == "passed":
             rec["outcome"], rec["message"] = outcome_of(report), props.get("gpt2c_message", "")
+        if OBSERVED in props:
+            rec["observed"] = props[OBSERVED]
         if report.when == "teardown":
             done = self._pending.pop(report.nodeid)
             self.write(done)
@@ -284,7 +287,12 @@ def read(path: str) -> Pass:
                 out.in_flight = event["nodeid"]
             elif kind == "result":
                 out.done[event["nodeid"]] = TestOutcome(
-                    event["nodeid"], event["clause"], event["outcome"], event["message"], event["duration"]
+                    event["nodeid"],
+                    event["clause"],
+                    event["outcome"],
+                    event["message"],
+                    event["duration"],
+                    observed=event.get("observed", ""),
                 )
                 out.in_flight = None
             elif kind == "collected":

@@ -105,6 +105,7 @@ class _Collector:
         current.duration += report.duration
         if report.outcome != "passed" and current.outcome == "passed":
             current.outcome, current.message = outcome_of(report), props.get("gpt2c_message", "")
+        current.observed = props.get(events_file.OBSERVED, current.observed)
 
 
 def _versions(modules) -> dict[str, str]:

@@ -135,8 +135,10 @@ def describe_returned(out) -> str:
     return text
 
 
-def assert_raises(fn, call: str, why: str) -> BaseException:
-    """fn() must raise (any Exception); returns it. `why` is the rule, for the message."""
+def assert_raises(fn, call: str, why: str, observe=None) -> BaseException:
+    """fn() must raise (any Exception); returns it. `why` is the rule, for the message. `observe`,
+    if given, is handed the exception or what came back instead (runtime/observe.py): it records
+    what the implementation did and never changes the verdict."""
     from gpt2_conformance.runtime.guard import SuiteError
 
     try:
@@ -144,7 +146,11 @@ def assert_raises(fn, call: str, why: str) -> BaseException:
     except SuiteError:
         raise  # the suite's own failure (a call outside the claims) is never the raise asked for
     except Exception as exc:  # noqa: BLE001 - any exception is a raise; BOUNDS-MESSAGE judges its kind
+        if observe is not None:
+            observe(exc)
         return exc
+    if observe is not None:
+        observe(out)
     raise AssertionError(f"{describe_returned(out)}, but should raise ({why}) [{call}]")
 
 

@@ -20,6 +20,7 @@ from gpt2_conformance.runtime.assertions import (
     describe_call,
 )
 from gpt2_conformance.runtime.hooks import skip_unless_buildable, skip_unless_claimed
+from gpt2_conformance.runtime.observe import recorder
 from gpt2_conformance.runtime.strategies import ids_with_one_bad, out_of_range_positions, suite_settings
 
 PROBE = np.array([[0, gpt2.N_VOCAB - 1]])  # a valid call, asked before and after each error
@@ -137,10 +138,11 @@ DECODE_PAST = 37  # the cached decode step's past_length
 
 @pytest.mark.clause("BOUNDS-TOKEN")
 @pytest.mark.parametrize("values,dtype,step", list(_sentinel_cases()))
-def test_sentinel_ids_raise(adapter, capabilities, values, dtype, step):
+def test_sentinel_ids_raise(adapter, capabilities, request, tables, values, dtype, step):
     """The markers real pipelines put into id tensors (spec.SENTINEL_IDS: -100, -1, the padded
     vocabulary 50257..50303, the int32 extremes, int64 ids that wrap to valid int32 ids) raise,
-    alone and inside a valid batch: none of them is a row of wte."""
+    alone and inside a valid batch: none of them is a row of wte. What the first call (the first
+    value, alone) did instead is recorded (runtime/observe.py)."""
     past = 0
     if step != "prefill":
         skip_unless_claimed(capabilities, "kv_cache")
@@ -156,17 +158,23 @@ def test_sentinel_ids_raise(adapter, capabilities, values, dtype, step):
                 lambda ids=ids: adapter.embed(ids, past),
                 describe_call("embed", ids, past),
                 f"token id {value} is a marker, not a row of wte [0, 50257)",
+                observe=recorder(request.node, ids, past, tables),
             )
     _still_works(adapter, before, "the sentinel ids")
 
 
 @pytest.mark.clause("BOUNDS-PAST-LENGTH")
 @pytest.mark.parametrize("past", [-1, -gpt2.N_CTX, 1.5, 2.0, True])
-def test_bad_past_length_raises(adapter, past):
+def test_bad_past_length_raises(adapter, request, tables, past):
     """past_length must be an integer >= 0 (not a float, not a bool)."""
     ids = np.zeros((1, 3), np.int64)
     assert_raises(
-        lambda: adapter.embed(ids, past), describe_call("embed", ids, past), "past_length must be an integer >= 0"
+        lambda: adapter.embed(ids, past),
+        describe_call("embed", ids, past),
+        "past_length must be an integer >= 0",
+        observe=recorder(request.node, ids, past, tables)
+        if isinstance(past, int) and not isinstance(past, bool)
+        else None,
     )
 
 
@@ -182,14 +190,19 @@ def test_bad_past_length_raises(adapter, past):
     ],
     ids=["float32", "float64", "bool", "rank1", "rank3"],
 )
-def test_malformed_ids_raise(adapter, ids):
+def test_malformed_ids_raise(adapter, request, tables, ids):
     """ids are an integer [B, T] array: float/bool dtypes and other ranks raise."""
-    assert_raises(lambda: adapter.embed(ids, 0), describe_call("embed", ids, 0), "ids must be integer [B, T]")
+    assert_raises(
+        lambda: adapter.embed(ids, 0),
+        describe_call("embed", ids, 0),
+        "ids must be integer [B, T]",
+        observe=recorder(request.node, ids, 0, tables) if ids.ndim == 2 else None,
+    )
 
 
 @pytest.mark.clause("BOUNDS-MESSAGE")
 @pytest.mark.parametrize("case", ["position", "token-high", "token-negative"])
-def test_error_names_value_and_rule(adapter, case):
+def test_error_names_value_and_rule(adapter, request, tables, case):
     """An IndexError or ValueError whose message has the offending value and the table size."""
     if case == "position":
         ids, value, limit = np.zeros((1, gpt2.N_CTX + 1), np.int64), gpt2.N_CTX, gpt2.N_CTX
@@ -197,7 +210,9 @@ def test_error_names_value_and_rule(adapter, case):
         value = gpt2.N_VOCAB if case == "token-high" else -1
         ids, limit = np.array([[5, value, 7]]), gpt2.N_VOCAB
     call = describe_call("embed", ids, 0)
-    exc = assert_raises(lambda: adapter.embed(ids, 0), call, f"{case} out of range")
+    exc = assert_raises(
+        lambda: adapter.embed(ids, 0), call, f"{case} out of range", observe=recorder(request.node, ids, 0, tables)
+    )
     text = str(exc)
     if not isinstance(exc, (IndexError, ValueError)) or str(value) not in text or str(limit) not in text:
         quoted = (text.strip().splitlines() or [""])[0][:200]  # frameworks put whole stack traces in messages
