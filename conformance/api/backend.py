@@ -76,7 +76,10 @@ class Backend:
             return None
         import importlib.util
 
-        folder = os.path.dirname(importlib.util.find_spec(self.package).origin)
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or spec.origin is None:
+            raise ImportError(f"backend {self.name!r}: package {self.package!r} not found, nor its waiver file")
+        folder = os.path.dirname(spec.origin)
         return os.path.join(folder, self.waivers)
 
     def times(self, mode: str, kind: str) -> bool:

@@ -106,7 +106,7 @@ def immutable(array: np.ndarray) -> bool:
     np.memmap, as the suite's tables are; zero_table). An adapter may keep such an array, or
     let its framework use the memory in place, instead of copying it (a bytearray or a
     writable mapping could change under it)."""
-    a = array
+    a: object = array  # then what it views: an array, a memoryview, bytes, a mapping or None
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False

@@ -214,7 +214,9 @@ def _shards(items, count: int) -> dict[str, int]:
     a fixture's work (an adapter built, the tables initialised: most of a second on numpy, seconds
     on keras-hub) is done in one shard only; each other test goes to the shard with the fewest
     tests so far."""
-    shard_of, sizes, fixture_home = {}, [0] * count, {}
+    shard_of: dict[str, int] = {}
+    sizes = [0] * count
+    fixture_home: dict[tuple[str, str], int] = {}
     for item in items:
         shared = [
             (item.module.__name__ if getattr(item, "module", None) else "", name) for name in _module_fixtures(item)

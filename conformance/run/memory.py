@@ -49,7 +49,8 @@ def keep_freed_memory() -> bool:
     """The same for this process, now (numpy's switch, glibc's mallopt); False where there is no
     glibc."""
     if "NUMPY_MADVISE_HUGEPAGE" not in os.environ:
-        from numpy._core.multiarray import _set_madvise_hugepage  # numpy's own switch (numpy/__init__.py)
+        # numpy's own switch (numpy/__init__.py); private, so numpy's stubs do not list it
+        from numpy._core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined]
 
         _set_madvise_hugepage(False)
     if not sys.platform.startswith("linux") or any(key in os.environ for key in HEAP_ENV):

@@ -89,7 +89,7 @@ def to_junit(result: res.SuiteResult) -> str:
             ET.SubElement(case, "skipped", message=f"deviation (waived): {c.message}")
         elif c.status in (res.NOT_CLAIMED, res.SKIPPED):
             ET.SubElement(case, "skipped", message=f"{c.status.lower()}: {c.message}")
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
 def to_markdown(result: res.SuiteResult) -> str:

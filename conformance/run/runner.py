@@ -50,7 +50,9 @@ STOPPING = threading.Event()
 # for a config file, and one that appears there mid-run (another program's pytest.ini or
 # setup.cfg in /tmp) changed the node ids between a crashed child and the next, so the next one's
 # --deselect matched nothing and it ran the other shard's tests again.
-SUITE_DIR = os.path.dirname(importlib.util.find_spec(SUITE).origin)
+_SUITE_SPEC = importlib.util.find_spec(SUITE)
+assert _SUITE_SPEC is not None and _SUITE_SPEC.origin is not None  # the suite is a package of this one
+SUITE_DIR = os.path.dirname(_SUITE_SPEC.origin)
 SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider", "-q", "--tb=native")
 # The only pytest plugins a verdict child loads (PYTEST_DISABLE_PLUGIN_AUTOLOAD): the suite's options,
 # its event writer, pytest-timeout and hypothesis' own. Whatever else the environment has installed
@@ -92,7 +94,7 @@ def missing_child_plugins() -> str | None:
 
 
 class _Collector:
-    def __init__(self):
+    def __init__(self) -> None:
         self.outcomes: dict[str, res.TestOutcome] = {}
 
     def pytest_runtest_logreport(self, report):

@@ -47,7 +47,10 @@ def judge(
     drawn either way."""
     entry = registry.builtin()[name]
     factory = registry.resolve(name)
-    waiver_list = waivers.load(entry.waivers_path())
+    path = entry.waivers_path()
+    if path is None:
+        raise ValueError(f"backend {name!r}: a judged implementation names its waiver file (Backend.waivers)")
+    waiver_list = waivers.load(path)
     result = runner.run_backend(
         name,
         "cpu",

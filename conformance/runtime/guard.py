@@ -33,20 +33,23 @@ class SuiteError(Exception):
     fixture, an unreadable --checkpoint, a call it should not have made). Reported as ERROR."""
 
 
-_ADAPTER_EXCEPTIONS: dict[int, BaseException] = {}  # for exception types that take no attribute
+# id -> (exception, call), for exception types that take no attribute
+_ADAPTER_EXCEPTIONS: dict[int, tuple[BaseException, str]] = {}
+# the attributes an adapter's exception is marked with (set on any exception type, so by name)
+_METHOD_ATTR, _CALL_ATTR = "__gpt2c_adapter_method__", "__gpt2c_call__"
 
 
 def mark_raised_by_adapter(exc: BaseException, method: str, call: str = "") -> None:
     try:
-        exc.__gpt2c_adapter_method__ = method
-        exc.__gpt2c_call__ = call or f"{method}(...)"
+        setattr(exc, _METHOD_ATTR, method)
+        setattr(exc, _CALL_ATTR, call or f"{method}(...)")
     except (AttributeError, TypeError):
         _ADAPTER_EXCEPTIONS[id(exc)] = (exc, call or f"{method}(...)")  # kept alive: the id stays this exception's
 
 
 def raised_by_adapter(exc: BaseException) -> str | None:
     """The adapter method an exception left from, or None if the suite raised it."""
-    method = getattr(exc, "__gpt2c_adapter_method__", None)
+    method = getattr(exc, _METHOD_ATTR, None)
     if method is None and _ADAPTER_EXCEPTIONS.get(id(exc), (None,))[0] is exc:
         method = "adapter"
     return method
@@ -54,7 +57,7 @@ def raised_by_adapter(exc: BaseException) -> str | None:
 
 def call_of(exc: BaseException) -> str:
     """The call an adapter's exception left from, in the suite's form ("" if the suite raised it)."""
-    call = getattr(exc, "__gpt2c_call__", None)
+    call = getattr(exc, _CALL_ATTR, None)
     if call is None and _ADAPTER_EXCEPTIONS.get(id(exc), (None,))[0] is exc:
         call = _ADAPTER_EXCEPTIONS[id(exc)][1]
     return call or ""

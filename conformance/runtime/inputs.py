@@ -60,7 +60,9 @@ def checkpoint(path: str, opts: Options) -> None:
 
 
 def suite_dir() -> str:
-    return os.path.dirname(importlib.util.find_spec(SUITE).origin)
+    spec = importlib.util.find_spec(SUITE)
+    assert spec is not None and spec.origin is not None  # the suite is a package of this one
+    return os.path.dirname(spec.origin)
 
 
 def case(nodeid: str, opts: Options) -> None:
@@ -105,9 +107,10 @@ def backend(name: str, opts: Options) -> None:
         )
     lacking = registry.missing_framework(name)
     if lacking:
+        found = registry.entry(name)
+        assert found is not None  # only a built-in entry lists frameworks (missing_framework)
         raise InputError(
-            f"{opts.backend} {name!r} needs {lacking}, which is not installed: "
-            f"{registry.install_command(registry.entry(name))}"
+            f"{opts.backend} {name!r} needs {lacking}, which is not installed: {registry.install_command(found)}"
         )
     missing = registry.adapter_missing(name)
     if missing:

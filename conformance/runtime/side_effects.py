@@ -66,7 +66,7 @@ def describe_change(name: str, saved: np.ndarray, now: np.ndarray, after: str, o
 class SideEffectWatch:
     """The private copies of one adapter instance's arguments and answers (module docstring)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.found: list[SideEffect] = []  # in the order they happened
         self._outputs: list[
             tuple[str, str, np.ndarray, np.ndarray]

@@ -122,5 +122,5 @@ def _write(names: list[str], tables: tuple[np.ndarray, np.ndarray]) -> None:
     """Each file whole or not at all (machine.replace_atomically); a refused one (a full disk) is
     drawn again by the next process."""
     for name, table in zip(names, tables, strict=False):
-        if not machine.replace_atomically(name, lambda f, table=table: np.save(f, table)):
+        if not machine.replace_atomically(name, functools.partial(np.save, arr=table)):
             return
