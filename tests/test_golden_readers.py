@@ -83,6 +83,21 @@ def test_real_openai_index_is_parsed(shared_reference):
     assert max(e.offset + e.size for e in entries.values()) == 497759232  # the published data-file size
 
 
+def test_an_index_entry_field_of_the_wrong_wire_type_is_named():
+    """A BundleEntryProto whose shape is a number, or whose offset is length-delimited, is a
+    BundleError naming the tensor and the field (not a TypeError, nor bytes read as an offset)."""
+    from gpt2_conformance.golden import tf_bundle
+
+    shape_as_varint = bytes([2 << 3 | 0, 5])  # field 2, wire type 0 (varint), value 5
+    with pytest.raises(
+        tf_bundle.BundleError, match="^tensor model/wte: shape is the number 5, but should be a message$"
+    ):
+        tf_bundle._entry("model/wte", shape_as_varint)
+    offset_as_bytes = bytes([4 << 3 | 2, 1]) + b"x"  # field 4, wire type 2 (length-delimited), 1 byte
+    with pytest.raises(tf_bundle.BundleError, match=r"^tensor model/wte: offset is length-delimited \(1 bytes\)"):
+        tf_bundle._entry("model/wte", offset_as_bytes)
+
+
 def test_hf_transformers_layouts(tmp_path):
     """A GPT2LMHeadModel saved by transformers (model.safetensors) and its state_dict saved by
     torch (zip and legacy; lm_head.weight shares wte's storage): the tables are found by name."""

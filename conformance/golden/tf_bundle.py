@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gpt2_conformance.golden import digests
@@ -68,12 +69,14 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise BundleError("varint longer than 10 bytes")
 
 
-def _proto_fields(buf: bytes):
-    """(field number, wire type, value) of a serialized protobuf message."""
+def _proto_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) of a serialized protobuf message: a number, or the bytes
+    of a length-delimited field."""
     pos = 0
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         field, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:
@@ -90,26 +93,49 @@ def _proto_fields(buf: bytes):
         yield field, wire, value
 
 
+def _number(what: str, value: int | bytes) -> int:
+    if not isinstance(value, int):
+        raise BundleError(f"{what} is length-delimited ({len(value)} bytes), but should be a number")
+    return value
+
+
+def _message(what: str, value: int | bytes) -> bytes:
+    if not isinstance(value, bytes):
+        raise BundleError(f"{what} is the number {value}, but should be a message")
+    return value
+
+
 def _shape(buf: bytes) -> tuple[int, ...]:
     dims = []
     for field, _, value in _proto_fields(buf):
         if field == 2:  # Dim
-            dims.append(next((v for f, _, v in _proto_fields(value) if f == 1), 0))
+            dim = _message("a TensorShapeProto dim", value)
+            dims.append(next((_number("a dim's size", v) for f, _, v in _proto_fields(dim) if f == 1), 0))
         elif field == 3 and value:
             raise BundleError("tensor of unknown rank")
     return tuple(dims)
 
 
+# BundleEntryProto's fields that are numbers (tensorflow/core/protobuf/tensor_bundle.proto), but crc32c (6);
+# 2 is the shape, 7 the slices
+ENTRY_NUMBERS = {1: "dtype", 3: "shard_id", 4: "offset", 5: "size"}
+
+
 def _entry(name: str, buf: bytes) -> Entry:
-    f = {"dtype": 0, "shape": b"", "shard_id": 0, "offset": 0, "size": 0, "crc32c": None, "sliced": False}
+    n = {"dtype": 0, "shard_id": 0, "offset": 0, "size": 0}
+    crc32c: int | None = None
+    shape, sliced = b"", False
     for field, _, value in _proto_fields(buf):
-        key = {1: "dtype", 2: "shape", 3: "shard_id", 4: "offset", 5: "size", 6: "crc32c", 7: "sliced"}.get(field)
-        if key == "sliced":
-            value = True
-        if key:
-            f[key] = value
-    dtype = DTYPES.get(f["dtype"], f"DT_{f['dtype']}")
-    return Entry(name, dtype, _shape(f["shape"]), f["shard_id"], f["offset"], f["size"], f["crc32c"], f["sliced"])
+        if field in ENTRY_NUMBERS:
+            n[ENTRY_NUMBERS[field]] = _number(f"tensor {name}: {ENTRY_NUMBERS[field]}", value)
+        elif field == 6:
+            crc32c = _number(f"tensor {name}: crc32c", value)
+        elif field == 2:
+            shape = _message(f"tensor {name}: shape", value)
+        elif field == 7:
+            sliced = True
+    dtype = DTYPES.get(n["dtype"], f"DT_{n['dtype']}")
+    return Entry(name, dtype, _shape(shape), n["shard_id"], n["offset"], n["size"], crc32c, sliced)
 
 
 def _block(data: bytes, offset: int, size: int) -> bytes:
