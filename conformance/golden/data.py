@@ -114,7 +114,7 @@ class Golden:
 
 
 def _from_hex(text: str) -> np.float32:
-    return np.array(int(text, 16), np.uint32).view(np.float32)[()]
+    return np.uint32(int(text, 16)).view(np.float32)
 
 
 def _sha256(path: str) -> str:

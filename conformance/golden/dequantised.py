@@ -78,6 +78,7 @@ def judge_wpe(table: np.ndarray, stored: str, real: np.ndarray) -> tuple[bool | 
         rule = f"the real GPT-2 124M wpe rounded to {stored} (nearest even, as the DTYPE clauses store tables)"
         if diff.identical:
             return True, [f"  wpe  {stored}: MATCHES {rule}: all {n} elements", error]
+        assert diff.first_index is not None  # compare() sets it wherever an element differs
         i = ", ".join(map(str, diff.first_index))
         return False, [
             f"  wpe  {stored}: DOES NOT MATCH {rule}: {diff.n_differ} of {n} elements differ; first at "

@@ -129,7 +129,7 @@ def le_bytes(table: np.ndarray) -> np.ndarray:
 
 
 def sha256(table: np.ndarray) -> str:
-    return hashlib.sha256(le_bytes(table)).hexdigest()
+    return hashlib.sha256(le_bytes(table).data).hexdigest()
 
 
 def tf_masked_crc32c(table: np.ndarray) -> int:
@@ -154,6 +154,8 @@ class Difference:
     def describe(self, name: str) -> str:
         if self.identical:
             return f"all {self.n_total} elements of {name} are bit-identical to the real table"
+        # compare() sets the first_* fields wherever an element differs
+        assert self.first_index is not None and self.first_value is not None and self.first_reference is not None
         idx = ", ".join(map(str, self.first_index))
         return (
             f"{self.n_differ} of {self.n_total} elements of {name} differ from the real table, "

@@ -25,6 +25,7 @@ ggml's name: "Q8_0"); load() returns float32 for every floating type except F64 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 
@@ -77,7 +78,7 @@ def read(path: str) -> GGUFTensors:
     for tensor in reader.tensors:
         shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF order -> numpy order
         infos[tensor.name] = TensorInfo(
-            tensor.name, dtype_name(tensor.tensor_type), shape, lambda t=tensor: _load(path, t, swapped, gguf)
+            tensor.name, dtype_name(tensor.tensor_type), shape, functools.partial(_load, path, tensor, swapped, gguf)
         )
     arch = reader.get_field("general.architecture")
     try:

@@ -17,6 +17,7 @@ there is one) and the rule broken.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -63,7 +64,7 @@ def read_safetensors(path: str) -> dict[str, TensorInfo]:
                     key,
                     names.get(sl.get_dtype(), sl.get_dtype()),
                     tuple(sl.get_shape()),
-                    lambda key=key: _safetensors_tensor(path, key),
+                    functools.partial(_safetensors_tensor, path, key),
                 )
             return infos
     except Exception as exc:  # noqa: BLE001 - SafetensorError and friends, named with the file
@@ -127,7 +128,7 @@ def read_torch(path: str) -> dict[str, TensorInfo]:
             raise wrap(path, name, exc) from None
 
     return {
-        name: TensorInfo(name, ref.dtype, ref.shape, lambda name=name: load(name))
+        name: TensorInfo(name, ref.dtype, ref.shape, functools.partial(load, name))
         for name, ref in torch_file.refs.items()
     }
 
@@ -170,7 +171,7 @@ def read_tf(path: str) -> dict[str, TensorInfo]:
             )
         return np.frombuffer(raw, np.dtype(entry.dtype).newbyteorder("<")).reshape(entry.shape)
 
-    return {e.name: TensorInfo(e.name, e.dtype, e.shape, lambda e=e: load(e)) for e in entries.values()}
+    return {e.name: TensorInfo(e.name, e.dtype, e.shape, functools.partial(load, e)) for e in entries.values()}
 
 
 def read_npz(path: str) -> dict[str, TensorInfo]:
@@ -179,12 +180,13 @@ def read_npz(path: str) -> dict[str, TensorInfo]:
         if not isinstance(npz, np.lib.npyio.NpzFile):
             raise CheckpointError(path, "a single .npy array, not an .npz archive of named tensors")
         infos = {}
+        assert npz.zip is not None  # numpy's stubs allow None: the archive once closed; np.load just opened it
         for key in npz.files:
             with npz.zip.open(key + ".npy") as member:
                 major, _ = np.lib.format.read_magic(member)
                 read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
                 shape, _, dtype = read_header(member)  # the header only, not the data
-            infos[key] = TensorInfo(key, dtype.name, tuple(shape), lambda key=key: _npz_tensor(path, npz, key))
+            infos[key] = TensorInfo(key, dtype.name, tuple(shape), functools.partial(_npz_tensor, path, npz, key))
         return infos
     except CheckpointError:
         raise
@@ -363,6 +365,7 @@ def load_checkpoint(path: str, fmt: str | None = None) -> Checkpoint:
     if fmt == "gguf":
         from gpt2_conformance.golden import gguf_reader
 
+        assert isinstance(infos, gguf_reader.GGUFTensors)  # READERS["gguf"] is read_gguf
         wte, wpe = gguf_reader.find_tables(path, infos)
     else:
         wte, wpe = find_table(path, infos, "wte"), find_table(path, infos, "wpe")
