@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPEC_VERSION = "1.3"  # 1.1: GOLDEN clauses; 1.2: TIED-LOGITS-FLOAT32, relations, past_length forms;
-# 1.3: the STATE group (updates seen, no side effects), sentinel ids in BOUNDS-TOKEN
+SPEC_VERSION = "1.4"  # 1.1: GOLDEN clauses; 1.2: TIED-LOGITS-FLOAT32, relations, past_length forms;
+# 1.3: the STATE group (updates seen, no side effects), sentinel ids in BOUNDS-TOKEN; 1.4: DTYPE-OUTPUT
+# (the dtype of h and logits, taken out of SHAPE-H), TIED-NO-BIAS reads the parameters, drawn update
+# rows (STATE-UPDATES-SEEN, TIED-STORAGE), the POSITIONS relations reach 1023 across 127/255/511
 
 MODEL_PY = "openai/gpt-2 src/model.py"  # as of commit 9b63575 (line numbers below)
 PAPER = "Radford et al. 2019, Language Models are Unsupervised Multitask Learners"
@@ -64,7 +66,7 @@ CLAUSES: tuple[Clause, ...] = (
         "SHAPE-H",
         "SHAPE",
         "h is [B, T, d]",
-        "embed(ids [B, T], past_length) returns a [B, T, d] array of the adapter's dtype.",
+        "embed(ids [B, T], past_length) returns a [B, T, d] array (its dtype is DTYPE-OUTPUT's).",
         f"{MODEL_PY} line 157",
     ),
     Clause(
@@ -289,8 +291,10 @@ CLAUSES: tuple[Clause, ...] = (
         "TIED-STORAGE",
         "TIED",
         "The head is wte itself",
-        "Writing wte[i] in place changes logit column i to h @ wte[i]: the head reads the same "
-        "storage, it holds no copy.",
+        "Writing wte[i] in place (assign_wte_row) changes logit column i by h @ (new - old): the "
+        "head reads the same storage, it holds no copy of any row. The rows are drawn (see Inputs "
+        "drawn): always 0, a byte-level id below 256 and 50256, and several rows updated at once; "
+        "the message names the row.",
         f"{MODEL_PY} line 171; {SEED_DIAGRAM} (0 new parameters)",
         ("tied_head", "mutable_tables"),
     ),
@@ -308,7 +312,9 @@ CLAUSES: tuple[Clause, ...] = (
         "TIED-NO-BIAS",
         "TIED",
         "No output bias",
-        "logits(0) is exactly 0: the head adds no bias.",
+        "The head has no bias: parameters() lists no parameter of one value per vocabulary entry "
+        "([50257], [1, 50257], ...), zero or not (a zero-initialised bias is still trained), and "
+        "logits(0) is exactly 0 as values (their dtype is DTYPE-OUTPUT's).",
         f"{MODEL_PY} line 171",
         ("tied_head",),
     ),
@@ -338,6 +344,18 @@ CLAUSES: tuple[Clause, ...] = (
         "As DTYPE-FLOAT16 with bfloat16 (u = 2^-8).",
         "this suite (numerics.py derivation)",
         ("dtype:bfloat16",),
+    ),
+    Clause(
+        "DTYPE-OUTPUT",
+        "DTYPE",
+        "h and logits come back in the claimed dtype",
+        "For each claimed dtype, embed (at past_length 0 and with a cache) and logits return arrays "
+        "of that dtype: float32 for float32, float16 for float16, and for bfloat16 the documented "
+        "float32 carrier (numpy has no bfloat16; the float32 array holds the bfloat16 values, "
+        "exactly). A float32 model whose head answers in float64, or a float16 model that widens h, "
+        "fails here and nowhere else.",
+        "the adapter protocol (api/adapter.py, Adapter: the dtypes of arrays in and out); "
+        f"{MODEL_PY} lines 157, 171 (h and logits in the model's dtype)",
     ),
     # -- GOLDEN ----------------------------------------------------------------------
     # The golden tables: with --checkpoint, that checkpoint's wte and wpe; without, the
@@ -400,6 +418,9 @@ CLAUSES: tuple[Clause, ...] = (
         "A table update is seen by every later call",
         "After assign_wte_row(i, v), every later embed reads the new row i wherever ids hold i "
         "(ids embedded before the update included, in a prefill and in a cached decode step), and "
+        "nothing else moves; the rows are drawn (see Inputs drawn: always 0, a byte-level id below "
+        "256 and 50256, several rows at once, each also read elsewhere in the same call) and the "
+        "message names the row; "
         "the later gradients use it; after load_tables(wte', wpe'), every later embed, logits and "
         "gradients answers as an adapter freshly loaded with wte', wpe' (bit for bit for h, within "
         "the structural bound for logits and gradients). No cache of gathered rows, of h or of a "
@@ -464,9 +485,16 @@ DRAWN_INPUTS = (
     "Batch size B from 1 to 64 (T up to 1024 for B <= 3, up to 64 for B <= 16, up to 8 above), "
     "T from 1 (T = 0 is SHAPE-EMPTY's alone). Offsets drawn up to 64 in SHAPE-H and "
     "LOOKUP-BATCH-INDEPENDENT (their reach is POSITIONS-OFFSET's).",
-    "Positions up to 1023 in LOOKUP-EXACT and the BOUNDS and GOLDEN clauses; up to 1022 in the "
-    "relations (LOOKUP-BATCH-INDEPENDENT and the POSITIONS group), whose last position is "
-    "BOUNDS-LAST-POSITION's.",
+    "Positions up to 1023 in LOOKUP-EXACT, the BOUNDS and GOLDEN clauses and POSITIONS-OFFSET, "
+    "-DECODE and -CHUNKED, which always reach both sides of 127, 255, 511 and 1023 (where a position "
+    "held in int8, uint8, a 9-bit or a 10-bit field wraps: offsets and chunk starts 120..135, "
+    "250..261, 505..516, a decode step at every past_length 1016..1023); up to 1022 in "
+    "LOOKUP-BATCH-INDEPENDENT and POSITIONS-BATCH-SHARED, whose last position is BOUNDS-LAST-POSITION's. "
+    "A failing POSITIONS line names the first wrong position.",
+    "Updated rows (STATE-UPDATES-SEEN, TIED-STORAGE): drawn, and always the fixed cases 0, 97 "
+    "(byte-level, below 256), 50256 (<|endoftext|>, the eos/pad row) and rows 0, 255 and 50256 "
+    "updated together; in STATE-UPDATES-SEEN the ids of each call read every updated row twice, "
+    "among ids that are not updated (0, 255, 256, 50256 and drawn ones).",
     "Token ids: 0, 1, 2, 255, 256, 32767, 32768, 50255, 50256 and uniform draws; bad ids -1, -2, "
     "50257, 50258, -50257, 65536, 2^31 - 1, -2^31, 2^32, 2^32 + 5 and draws beyond each end.",
     "Sentinel ids, each an explicit BOUNDS-TOKEN case (not left to the draws), as int64 and int32 where "

@@ -21,6 +21,16 @@ EDGE_BAD_IDS = (-1, -2, N_VOCAB, N_VOCAB + 1, -N_VOCAB, 65536, 2**31 - 1, -(2**3
 
 token_ids = st.one_of(st.sampled_from(EDGE_IDS), st.integers(0, N_VOCAB - 1))
 
+# Rows a real pipeline updates in place (fine-tuning new special tokens, resizing the vocabulary,
+# resetting the eos/pad row) and an implementation may serve from a copy made at load: row 0, the
+# byte-level tokens (ids below 256; 97 is "b"), 256 (the first merge) and 50256 (<|endoftext|>).
+# STATE-UPDATES-SEEN and TIED-STORAGE update FIXED_ROWS in every draw mode and draw UPDATE_ROWS.
+EDGE_ROWS = (0, 97, 255, 256, N_VOCAB - 1)
+FIXED_ROWS = ((0,), (97,), (N_VOCAB - 1,), (0, 255, N_VOCAB - 1))
+update_rows = st.lists(
+    st.one_of(st.sampled_from(EDGE_ROWS), st.integers(0, N_VOCAB - 1)), min_size=1, max_size=3, unique=True
+).map(tuple)
+
 MAX_BATCH = 64  # the bench times B up to 64; serving stacks pad batches to fixed sizes like it
 LAST_POSITION = N_CTX - 1
 # Clauses about relations (batch rows, decode, chunks, offsets) keep their positions below the

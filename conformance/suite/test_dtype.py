@@ -105,3 +105,37 @@ def test_float16(make_adapter, capabilities, rounded_tables, past):
 @pytest.mark.parametrize("past", [0, 7])
 def test_bfloat16(make_adapter, capabilities, rounded_tables, past):
     _low_precision(make_adapter, capabilities, rounded_tables, "bfloat16", past)
+
+
+# What h and the logits come back as, per claimed dtype (the adapter protocol, api/adapter.py
+# Adapter: float16 outputs are float16 arrays; numpy has no bfloat16, so a bfloat16 adapter hands
+# back float32 arrays holding its bfloat16 values, exactly)
+OUTPUT_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "float32"}
+
+
+@pytest.mark.clause("DTYPE-OUTPUT")
+@pytest.mark.parametrize("dtype", list(OUTPUT_DTYPES))
+def test_output_dtype(make_adapter, capabilities, dtype):
+    """h (at past_length 0 and with a cache) and the logits come back as OUTPUT_DTYPES[dtype]
+    arrays: a float32 model whose head returns float64, or a float16 model that widens h, answers
+    in a dtype the caller did not ask for (twice the memory, and later ops silently run in it).
+    One adapter per dtype answers the three calls; the line lists every wrong one."""
+    adapter = make_adapter(dtype=dtype)
+    ids = np.array([[0, 255, gpt2.N_VOCAB - 1]])
+    calls = [("h", describe_call("embed", ids, 0, dtype=dtype), lambda: adapter.embed(ids, 0))]
+    if capabilities.kv_cache:
+        calls.append(("h", describe_call("embed", ids, 5, dtype=dtype), lambda: adapter.embed(ids, 5)))
+    if capabilities.tied_head:
+        h = round_to_dtype(np.random.default_rng(12).standard_normal((1, 2, D), dtype=np.float32), dtype)
+        h_in = h.astype(np.float16) if dtype == "float16" else h
+        call = describe_call("logits", h_final=f"{h_in.dtype.name}[1, 2, 768]", dtype=dtype)
+        calls.append(("logits", call, lambda: adapter.logits(h_in)))
+    want = OUTPUT_DTYPES[dtype]
+    carrier = ", the float32 carrier of its bfloat16 values" if dtype == "bfloat16" else ""
+    wrong = []
+    for what, call, answer in calls:
+        got = as_array(answer(), call).dtype.name
+        if got != want:
+            wrong.append(f"{what}.dtype={got}, but a {dtype} adapter returns {want}{carrier} [{call}]")
+    if wrong:
+        raise AssertionError("; ".join(wrong))

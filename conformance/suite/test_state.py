@@ -11,6 +11,8 @@ on intact data and this one reports the change.
 
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.runtime import oracle
@@ -25,41 +27,131 @@ from gpt2_conformance.runtime.assertions import (
     describe_call,
 )
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
-from gpt2_conformance.runtime.strategies import LAYOUTS, in_layout
+from gpt2_conformance.runtime.strategies import (
+    FIXED_ROWS,
+    LAYOUTS,
+    in_layout,
+    suite_settings,
+    token_ids,
+    update_rows,
+)
 from gpt2_conformance.runtime.tables import final_h
 
 D = gpt2.N_EMBD_SMALL
-ROW = 12345  # the updated row, read at several places of IDS
-# one sequence (how batch rows relate is LOOKUP-BATCH-INDEPENDENT's question)
-IDS = np.array([[ROW, 7, ROW, gpt2.N_VOCAB - 1, 0, ROW, 5, 9]])
+ROW = 12345  # the row STATE-NO-SIDE-EFFECTS updates
+IDS = np.array([[ROW, 7, ROW, gpt2.N_VOCAB - 1, 0, ROW, 5, 9]])  # the ids the reload cases embed
 DECODE_FROM = 40  # the decode steps' first past_length
 
+READ_TOO = (0, 255, 256, gpt2.N_VOCAB - 1)  # read in every call of the drawn cases, updated or not
 
-def _steps(step: str) -> list[tuple[np.ndarray, int]]:
-    """The calls that read IDS: one prefill, or a decode loop of one-token steps (C-ordered
+
+def _read_with(rows: tuple, others: list, order: list) -> np.ndarray:
+    """One sequence [1, T] reading every updated row twice among ids not updated, in `order`
+    (a permutation of its places; how batch rows relate is LOOKUP-BATCH-INDEPENDENT's question)."""
+    places = [*rows, *rows, *[i for i in (*READ_TOO, *others) if i not in rows]]
+    return np.array([[places[k] for k in order]], np.int64)
+
+
+@st.composite
+def updates(draw):
+    """(rows, ids): the rows assign_wte_row updates, and the ids of the calls that read them."""
+    rows = draw(update_rows)
+    others = draw(st.lists(token_ids, max_size=3))
+    size = 2 * len(rows) + len([i for i in (*READ_TOO, *others) if i not in rows])
+    return rows, _read_with(rows, others, draw(st.permutations(range(size))))
+
+
+def _fixed(rows: tuple) -> tuple:
+    size = 2 * len(rows) + len([i for i in READ_TOO if i not in rows])
+    return rows, _read_with(rows, [], list(range(size)))
+
+
+def _steps(ids: np.ndarray, step: str) -> list[tuple[np.ndarray, int]]:
+    """The calls that read ids: one prefill, or a decode loop of one-token steps (C-ordered
     copies: how strided ids are read is LOOKUP-EXACT's question)."""
     if step == "prefill":
-        return [(IDS, 0)]
-    return [(np.ascontiguousarray(IDS[:, t : t + 1]), DECODE_FROM + t) for t in range(IDS.shape[1])]
+        return [(ids, 0)]
+    return [(np.ascontiguousarray(ids[:, t : t + 1]), DECODE_FROM + t) for t in range(ids.shape[1])]
+
+
+class Updated:
+    """One adapter for every example of a drawn test (a fresh one per example would copy wte
+    each time), made on first use; each example updates its rows on top of the earlier ones'
+    and compares the answers just before and just after its own update."""
+
+    def __init__(self, make_adapter, wte: np.ndarray):
+        self.make_adapter, self.wte, self.adapter = make_adapter, wte, None
+        self.rows: dict[int, np.ndarray] = {}  # the rows assigned so far: their current values
+
+    def get(self):
+        if self.adapter is None:
+            self.adapter = self.make_adapter()
+        return self.adapter
+
+    def current(self, row: int) -> np.ndarray:
+        return self.rows.get(row, self.wte[row])
+
+    def assign(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """assign_wte_row(row, old + 0.5 .. 1.5 in every element): far more than any rounding of
+        a sum with a wpe row, so every element of h that reads it moves. Returns (old, new)."""
+        old = self.current(row)
+        new = (old + np.float32(0.5) + np.random.default_rng(row).random(D, dtype=np.float32)).astype(np.float32)
+        self.get().assign_wte_row(row, new)
+        self.rows[row] = new
+        return old, new
+
+
+@pytest.fixture
+def updated(make_adapter, tables):
+    return Updated(make_adapter, tables[0])
+
+
+def _assert_moves_at_rows(before, after, ids: np.ndarray, rows: tuple, call: str) -> None:
+    """h moved in every element where ids hold an updated row and nowhere else; the message names
+    the row at the first wrong place (assert_moves_exactly_at's first, in the same order)."""
+    where = np.isin(ids, rows)
+    why = "assign_wte_row(" + ", ".join(map(str, rows)) + ")"
+    after = as_array(after, call)
+    if before.shape == after.shape == ids.shape + (D,) and before.dtype == after.dtype == np.float32:
+        moved = after.view(np.uint32) != before.view(np.uint32)
+        wrong = (moved & ~where[..., None]).any(-1)
+        if not wrong.any():
+            wrong = (~moved & where[..., None]).any(-1)
+        if wrong.any():
+            b, t = (int(i) for i in np.argwhere(wrong)[0])
+            row = int(ids[b, t])
+            why = f"assign_wte_row({row})" if row in rows else f"{why} (row {row} at ids[{b}, {t}] was not updated)"
+    assert_moves_exactly_at(before, after, where, call, why)
 
 
 @pytest.mark.clause("STATE-UPDATES-SEEN")
 @pytest.mark.parametrize("step", ["prefill", "cached decode"])
-def test_row_update_seen_by_embed(make_adapter, capabilities, tables, step):
+@suite_settings()
+@given(case=updates())
+@example(case=_fixed(FIXED_ROWS[0]))
+@example(case=_fixed(FIXED_ROWS[1]))
+@example(case=_fixed(FIXED_ROWS[2]))
+@example(case=_fixed(FIXED_ROWS[3]))
+def test_row_update_seen_by_embed(updated, capabilities, step, case):
     """assign_wte_row(i, v) after ids holding i were embedded: embedding the same ids again
-    moves h in every element where ids == i, and nowhere else (a cache of gathered rows or of h
-    keyed by the ids must not outlive the update)."""
+    moves h in every element where ids == i, and nowhere else (a cache of gathered rows, of the
+    hot rows or of h keyed by the ids must not outlive the update). The rows are drawn, the edge
+    rows always among them, several at once."""
     skip_unless_claimed(capabilities, "mutable_tables")
     if step != "prefill":
         skip_unless_claimed(capabilities, "kv_cache")
-    adapter = make_adapter()
-    before = [as_array(adapter.embed(ids, past), describe_call("embed", ids, past)) for ids, past in _steps(step)]
-    adapter.assign_wte_row(ROW, changed_row(tables[0], ROW, seed=21)[ROW])
-    for (ids, past), first in zip(_steps(step), before, strict=False):
-        if first.shape != ids.shape + (D,):
+    rows, ids = case
+    adapter = updated.get()
+    calls = _steps(ids, step)
+    before = [as_array(adapter.embed(i, past), describe_call("embed", i, past)) for i, past in calls]
+    for row in rows:
+        updated.assign(row)
+    done = "assign_wte_row(" + ", ".join(map(str, rows)) + ")"
+    for (step_ids, past), first in zip(calls, before, strict=True):
+        if first.shape != step_ids.shape + (D,):
             continue  # an h of another shape is SHAPE-H's: where it moves cannot be read from it
-        call = describe_call("embed", ids, past) + f" after assign_wte_row({ROW})"
-        assert_moves_exactly_at(first, adapter.embed(ids, past), ids == ROW, call, f"assign_wte_row({ROW})")
+        call = describe_call("embed", step_ids, past) + f" after {done}"
+        _assert_moves_at_rows(first, adapter.embed(step_ids, past), step_ids, rows, call)
 
 
 @pytest.fixture(scope="module")

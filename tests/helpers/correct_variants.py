@@ -25,6 +25,8 @@ class TransposedTable(NumpyAdapter):
         self.wte_t = np.ascontiguousarray(value.T)
 
     def assign_wte_row(self, index, values):
+        if not self.wte_t.flags.writeable:  # tables() handed out a read-only view of it: copy on write
+            self.wte_t = self.wte_t.copy()
         self.wte_t[:, index] = values
 
     def embed(self, ids, past_length=0):

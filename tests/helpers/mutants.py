@@ -89,6 +89,18 @@ class OffByOnePositions(_Mutant):
         return past_length + np.arange(seq_len) + 1
 
 
+class UInt8CachePositions(_Mutant):
+    """The cached path (past_length > 0) builds its position ids in uint8, as a quantised
+    decode loop that keeps its counters narrow: positions 256 and up wrap to 0.. there, while the
+    prefill from past_length 0 builds them in int64 and is right."""
+
+    TARGETS = frozenset({"POSITIONS-OFFSET", "POSITIONS-DECODE", "POSITIONS-CHUNKED"})
+
+    def positions(self, seq_len, past_length):
+        positions = past_length + np.arange(seq_len)
+        return positions.astype(np.uint8).astype(np.int64) if past_length > 0 else positions
+
+
 class ClampPositions(_Mutant):
     """No position check; positions clamped at 1023 (what jnp indexing does)."""
 
@@ -758,6 +770,62 @@ class HeadCacheStaleAfterLoad(_Mutant):
             return super().logits(h_final)
         h = np.asarray(h_final, np.float32)
         return (h.reshape(-1, h.shape[-1]) @ self._head()).reshape(*h.shape[:-1], gpt2.N_VOCAB)
+
+
+class HotRowCache(_Mutant):
+    """The rows most calls read (row 0, the byte-level tokens 0..255 and the eos/pad row 50256)
+    are kept in a small contiguous copy made at load, for a fast path; load_tables refreshes it,
+    assign_wte_row does not: an updated hot row is served stale, every other row is read fresh."""
+
+    TARGETS = frozenset({"STATE-UPDATES-SEEN"})
+    HOT = np.array([*range(256), gpt2.N_VOCAB - 1])
+
+    def _refresh(self):
+        self.hot = {int(i): row.copy() for i, row in zip(self.HOT, _rows(self.wte, self.HOT), strict=True)}
+
+    def load_tables(self, wte, wpe):
+        super().load_tables(wte, wpe)
+        self._refresh()
+
+    def init_tables(self, seed):
+        super().init_tables(seed)
+        self._refresh()
+
+    def embed(self, ids, past_length=0):
+        h = super().embed(ids, past_length)
+        hot = getattr(self, "hot", None)
+        if hot is None or h.size == 0:
+            return h
+        ids, past_length = self.check(ids, past_length)
+        positions = _rows(self.wpe, self.positions(ids.shape[1], past_length))
+        for b, t in np.argwhere(np.isin(ids, self.HOT)):
+            h[b, t] = hot[int(ids[b, t])] + positions[t]
+        return h
+
+
+# -- the dtype of what comes back (DTYPE-OUTPUT) ---------------------------------------------
+
+
+class Float64Logits(_Mutant):
+    """A float32 model whose head hands back float64 logits (the product widened by a later
+    np.asarray(..., dtype=float), as post-processing code does): the right values, twice the memory."""
+
+    TARGETS = frozenset({"DTYPE-OUTPUT"})
+
+    def logits(self, h_final):
+        out = super().logits(h_final)
+        return out.astype(np.float64) if self._dtype == np.float32 else out
+
+
+class ZeroOutputBias(OutputBias):
+    """An lm_head bias [V] initialised to zero (nn.Linear(bias=True) with its bias zeroed, as
+    TransformerLens' b_U starts): logits(0) is still 0, but the head trains a bias."""
+
+    TARGETS = frozenset({"TIED-NO-BIAS", "SHAPE-PARAMS"})
+
+    def __init__(self, config=NumpyAdapter.__init__.__defaults__[0]):
+        super().__init__(config)
+        self.bias = np.zeros(gpt2.N_VOCAB, np.float32)
 
 
 # -- side effects: the caller's arrays ------------------------------------------------------
