@@ -24,7 +24,7 @@ def initialised(adapter_factory, capabilities, device):
 def _distinct_rows(table: np.ndarray) -> int:
     """Number of distinct rows (hash each row by a random projection, then compare rows that
     share a hash exactly, so the count is exact)."""
-    keys = table @ np.random.default_rng(0).standard_normal(table.shape[1]).astype(table.dtype)
+    keys = table @ np.random.default_rng(0).standard_normal(int(table.shape[1])).astype(table.dtype)
     order = np.argsort(keys, kind="stable")
     same_key = np.flatnonzero(keys[order][1:] == keys[order][:-1])
     duplicates = sum(np.array_equal(table[order[i]], table[order[i + 1]]) for i in same_key)
