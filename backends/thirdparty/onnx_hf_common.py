@@ -98,8 +98,13 @@ class OnnxHFExportAdapter(Adapter):
         if config.device not in self.capabilities.devices:
             raise ValueError(f"{name}: device {config.device!r} is not one of {self.capabilities.devices}")
         self.np_dtype = DTYPES[config.dtype]
-        self.graph = export.export(config.n_embd, config.dtype, self.OFFSET)
+        self.graph = self.exported_graph()
         self._wte = self._wpe = None  # set by _start, which load_tables / init_tables always call first
+
+    def exported_graph(self) -> export.ExportedGraph:
+        """The graph the engine runs: HF's model exported for this config (the file route,
+        backends/files/onnx_file.py, gives a user's file here instead)."""
+        return export.export(self.config.n_embd, self.config.dtype, self.OFFSET)
 
     # -- the engine ---------------------------------------------------------------
     @abc.abstractmethod

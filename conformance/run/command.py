@@ -22,7 +22,7 @@ import time
 from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
 from gpt2_conformance.api.machine import cores
-from gpt2_conformance.run import console, parity, report, runner, schedule
+from gpt2_conformance.run import console, files, parity, report, runner, schedule
 from gpt2_conformance.runtime import inputs
 
 
@@ -31,6 +31,7 @@ def add_parser(sub) -> None:
     target = run.add_mutually_exclusive_group(required=True)
     target.add_argument("--backend", help="backend name (see `gpt2-conformance list`), or `all`")
     target.add_argument("--adapter", help="adapter factory as package.module:factory")
+    files.add_arguments(target, run)  # --onnx FILE, --gguf FILE, --engine: the file route (run/files.py)
     run.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     run.add_argument("--report-dir", help="write JSON, JUnit XML and Markdown reports (and the logs) here")
     run.add_argument(
@@ -98,7 +99,7 @@ def run(args) -> int:
         args.seed = random.randrange(2**32)  # one seed for every child of the run (shards, restarts, backends)
     if args.backend == "all":
         return _run_all(args)
-    name = args.backend or args.adapter
+    name = files.prepare(args) or args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
     except inputs.InputError as exc:
@@ -119,6 +120,8 @@ def _bad_args(args) -> str | None:
         return f"--jobs must be >= 1, got {args.jobs}"
     if args.durations < 0:
         return f"--durations must be >= 0, got {args.durations}"
+    if files.problem(args):
+        return files.problem(args)
     lacking = runner.missing_child_plugins()
     if lacking:
         return lacking
@@ -272,6 +275,8 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
         if not clause.tests:  # not a suite error: the run was narrowed to other tests on purpose
             clause.status, clause.message = res.SKIPPED, "not selected (--case)"
     waivers.apply(result, waiver_list)
+    if files.kind(args):  # why each claim the file cannot make is not made, and what was found
+        files.explain_not_claimed(result, inputs.adapter(args.adapter, spec_only=True))
     _add_repro_lines(result, name, args)
     if result.error or result.exit_code == res.EXIT_NOTHING_CHECKED:
         result.parity = parity.not_computed(
@@ -287,6 +292,7 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
     target = (
         f"--adapter {shlex.quote(_spec_of(name, args))}" if _spec_of(name, args) else f"--backend {shlex.quote(name)}"
     )
+    target = files.target(args) or target  # a file run replays with --onnx/--gguf FILE
     options = "".join(
         [
             f" --device {args.device}" if args.device != "cpu" else "",
@@ -304,6 +310,8 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
 
 
 def _print_scorecard(result: res.SuiteResult, args) -> None:
+    if result.environment.get("found"):  # the file route: what the suite found in the file
+        print(f"found in the file: {result.environment['found']}", flush=True)
     print(report.scorecard(result), flush=True)
     slowest = report.slowest(result, args.durations) if args.durations else ""
     if slowest:

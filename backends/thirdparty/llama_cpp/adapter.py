@@ -178,7 +178,7 @@ class LlamaCppAdapter(Adapter):
         folder = tempfile.mkdtemp(prefix="gpt2c-llama-")
         try:
             path = os.path.join(folder, "gpt2.gguf")
-            gguf_model.write(path, wte, wpe)
+            self.write_model(path, wte, wpe)
             model = llama_cpp.llama_model_load_from_file(path.encode(), llama_cpp.llama_model_default_params())
             if not model:
                 raise RuntimeError(f"llama_model_load_from_file failed: {self._log_tail()}")
@@ -194,6 +194,11 @@ class LlamaCppAdapter(Adapter):
             llama_cpp.llama_model_free(model)
             raise RuntimeError(f"llama_init_from_model failed: {self._log_tail()}")
         self.model, self.ctx, self._wte, self._wpe = model, ctx, wte, wpe
+
+    def write_model(self, path: str, wte: np.ndarray, wpe: np.ndarray) -> None:
+        """The GGUF llama.cpp loads, holding (wte, wpe): the backend's own (gguf_model.py); the file
+        route (backends/files/gguf_file.py) writes a copy of a user's file instead."""
+        gguf_model.write(path, wte, wpe)
 
     def tables(self):
         return self._wte.copy(), self._wpe.copy()

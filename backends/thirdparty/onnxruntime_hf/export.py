@@ -108,8 +108,9 @@ def module(model, offset: str = "cache"):
     raise ValueError(f"export: offset {offset!r} is not 'cache' or 'position_ids'")
 
 
-def _tables_to_external(model, names: tuple[str, ...]) -> None:
-    """Drop the payload of `names` and mark them external: the session gets them from memory."""
+def tables_to_external(model, names: tuple[str, ...]) -> None:
+    """Drop the payload of `names` and mark them external: the session gets them from memory (also
+    the file route's, backends/files/onnx_file.py)."""
     import onnx
 
     for init in model.graph.initializer:
@@ -243,7 +244,7 @@ def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
         )
     proto = program.model_proto
     wte_name, wpe_name, head_uses_wte = _find_tables(proto, n_embd)
-    _tables_to_external(proto, (wte_name, wpe_name))
+    tables_to_external(proto, (wte_name, wpe_name))
     opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
     exporter = f"torch {torch.__version__} torch.onnx.export(dynamo=True), onnxscript {onnxscript.__version__}"
     return ExportedGraph(
