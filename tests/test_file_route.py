@@ -301,3 +301,33 @@ def test_a_file_mutant_fails_the_clause_named_for_it(made, tmp_path, mutant, cor
     good, _, _ = _judge(tmp_path / "correct", "--onnx", made[correct])
     for clause in clauses:
         assert (good[clause]["status"], bad[clause]["status"]) == ("PASS", "FAIL"), (good[clause], bad[clause])
+
+
+def test_the_files_own_tables_are_checked_against_the_golden_data():
+    """A file holding the real wpe and the known real wte values is told so; one changed wpe row
+    and one changed wte value are told too."""
+    from gpt2_conformance.golden import data
+
+    golden = data.load()
+    wte = np.zeros((gpt2.N_VOCAB, golden.wpe.shape[1]), np.float32)
+    for k in golden.wte_known:
+        wte[k.row, k.col] = k.value
+    wpe = np.array(golden.wpe)
+
+    class Real:
+        @staticmethod
+        def file_tables():
+            return wte, wpe
+
+    n = len(golden.wte_known)
+    assert run_files.own_tables(Real) == (
+        f"its own wpe is GPT-2's real wpe, bit for bit; its own wte agrees with {n} of {n} known real GPT-2 wte values"
+    )
+    wpe[3, 0] += 1e-3
+    first = golden.wte_known[0]
+    wte[first.row, first.col] += 1.0
+    assert run_files.own_tables(Real) == (
+        f"its own wpe is not GPT-2's real wpe (1 of {gpt2.N_CTX} rows differ); its own wte agrees with {n - 1} of {n} "
+        "known real GPT-2 wte values"
+    )
+    assert run_files.own_tables(object()) == ""  # an adapter that cannot read its file's tables

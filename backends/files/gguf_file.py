@@ -141,6 +141,20 @@ def write_copy(source: str, path: str, wte: np.ndarray, wpe: np.ndarray) -> None
     writer.close()
 
 
+def read_tables(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """token_embd and position_embd of the file as float32, dequantised by gguf.quants where stored
+    in another type."""
+    import gguf
+
+    tensors = {t.name: t for t in _reader(path).tensors}
+    out = []
+    for name in (TOKEN_EMBD, POSITION_EMBD):
+        tensor = tensors[name]
+        values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type)
+        out.append(np.asarray(values, np.float32).reshape(tuple(int(n) for n in reversed(tensor.shape.tolist()))))
+    return out[0], out[1]
+
+
 def adapter_for(path: str) -> type:
     """An adapter class judging the GGUF at `path` on llama.cpp, its claims the file's."""
     path = os.path.abspath(path)
@@ -174,6 +188,11 @@ def adapter_for(path: str) -> type:
 
         def write_model(self, path: str, wte: np.ndarray, wpe: np.ndarray) -> None:
             write_copy(found.path, path, wte, wpe)
+
+        @classmethod
+        def file_tables(cls) -> tuple[np.ndarray, np.ndarray]:
+            """The file's own (wte, wpe) as float32 (dequantised by the gguf library)."""
+            return read_tables(found.path)
 
         def parameters(self):
             """The file's tables and, where it has one, the untied head's own matrix."""

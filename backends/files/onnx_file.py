@@ -474,6 +474,17 @@ class FileMixin:
     def init_tables(self, seed):
         raise NotImplementedError("init_tables is not claimed: " + self.NOT_CLAIMED_WHY["init"])
 
+    @classmethod
+    def file_tables(cls) -> tuple[np.ndarray, np.ndarray]:
+        """The file's own (wte, wpe) as float32, read from the file (for the check against the
+        golden data: conformance/run/files.py)."""
+        from onnx import numpy_helper
+
+        model = load(cls.FOUND.path)
+        inits = {i.name: i for i in model.graph.initializer}
+        wte, wpe = (numpy_helper.to_array(inits[n]).astype(np.float32) for n in (cls.FOUND.wte, cls.FOUND.wpe))
+        return wte, wpe
+
     def parameters(self):
         """The cut graph's float initializers of more than one value: wte, wpe and an untied head's
         own matrix or a head bias where the file has one."""
@@ -495,6 +506,8 @@ class FileMixin:
         batch = ids.shape[0] if len(ids.shape) >= 1 else 1
         seq = ids.shape[-1] if len(ids.shape) >= 1 else 0
         feeds = {found.ids_input: ids, H_FINAL: h_final}
+        if found.cache_inputs:  # the engine's own limit on a cache (tract copies every input: tract_hf/adapter.py)
+            self._offset_feeds(ids, past_length)
         for name, (n_head, head_dim, dtype) in found.cache_inputs.items():
             feeds[name] = np.zeros((batch, n_head, past_length, head_dim), dtype)
         for name, dtype in found.mask_inputs.items():

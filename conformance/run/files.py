@@ -82,3 +82,35 @@ def explain_not_claimed(result: res.SuiteResult, factory) -> None:
     black_box = getattr(getattr(factory, "capabilities", None), "black_box", "")
     if black_box:
         result.environment["found"] = black_box
+    own = own_tables(factory)
+    if own:
+        result.environment["found"] = f"{black_box}; {own}" if black_box else own
+        result.environment["file_tables"] = own
+
+
+def own_tables(factory) -> str:
+    """One line: whether the file holds GPT-2's real tables, its own values against the golden
+    data (the real 124M wpe, bit for bit, and every known real wte value within its printed
+    precision); "" for an adapter that cannot read its file's tables (file_tables)."""
+    read = getattr(factory, "file_tables", None)
+    if read is None:
+        return ""
+    import numpy as np
+
+    from gpt2_conformance.golden import data
+
+    try:
+        wte, wpe = read()
+        golden = data.load()
+    except (OSError, ValueError) as exc:
+        return f"its own tables were not checked against the golden data ({type(exc).__name__}: {exc})"
+    if wpe.shape != golden.wpe.shape:
+        return f"its own tables are d = {wpe.shape[1]}: the golden data is GPT-2 124M's (d = {golden.wpe.shape[1]})"
+    rows = int(np.count_nonzero((wpe != golden.wpe).any(axis=1)))
+    wpe_line = (
+        "its own wpe is GPT-2's real wpe, bit for bit"
+        if rows == 0
+        else f"its own wpe is not GPT-2's real wpe ({rows} of {len(wpe)} rows differ)"
+    )
+    agree = sum(abs(float(wte[k.row, k.col]) - float(k.value)) <= k.abs_tol for k in golden.wte_known)
+    return f"{wpe_line}; its own wte agrees with {agree} of {len(golden.wte_known)} known real GPT-2 wte values"
