@@ -331,3 +331,19 @@ def test_the_files_own_tables_are_checked_against_the_golden_data():
         "known real GPT-2 wte values"
     )
     assert run_files.own_tables(object()) == ""  # an adapter that cannot read its file's tables
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["openvino", "tract"])
+def test_the_other_engines_run_the_same_file(made, tmp_path, engine):
+    """--engine: the openvino-hf and tract-hf backends' engines, given the user's file."""
+    pytest.importorskip(engine)
+    out_dir = tmp_path / engine
+    out = _cli("--onnx", made["past_mask"], "--engine", engine, "--report-dir", str(out_dir))
+    (report,) = [f for f in os.listdir(out_dir) if f.endswith(".json")]
+    with open(out_dir / report, encoding="utf-8") as f:
+        rows = {c["id"]: c for c in json.load(f)["clauses"]}
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    for clause in ("LOOKUP-EXACT", "POSITIONS-OFFSET", "TIED-LOGITS"):
+        assert rows[clause]["status"] == "PASS", rows[clause]
+    assert f"run by {engine}" in out.stdout
