@@ -48,6 +48,7 @@ class TensorFlowAdapter(Adapter):
         if self._model is None:  # used before any tables were set: zeros, as the numpy adapter
             d = self.config.n_embd
             self._set_tables(tf.zeros([gpt2.N_VOCAB, d], self._dtype), tf.zeros([gpt2.N_CTX, d], self._dtype))
+        assert self._model is not None  # _set_tables built it
         return self._model
 
     def _set_tables(self, wte, wpe):

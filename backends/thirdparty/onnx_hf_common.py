@@ -99,7 +99,9 @@ class OnnxHFExportAdapter(Adapter):
             raise ValueError(f"{name}: device {config.device!r} is not one of {self.capabilities.devices}")
         self.np_dtype = DTYPES[config.dtype]
         self.graph = self.exported_graph()
-        self._wte = self._wpe = None  # set by _start, which load_tables / init_tables always call first
+        # set by _set_tables, which load_tables / init_tables always call first
+        self._wte: np.ndarray | None = None
+        self._wpe: np.ndarray | None = None
 
     def exported_graph(self) -> export.ExportedGraph:
         """The graph the engine runs: HF's model exported for this config (the file route,

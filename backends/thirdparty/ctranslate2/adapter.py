@@ -71,9 +71,10 @@ class CTranslate2Adapter(Adapter):
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
         self.framework_dtype({"float32": np.float32})
-        self.generator = None
+        self.generator: ctranslate2.Generator | None = None
         self.head: model.HeadModel | None = None
-        self._wte = self._wpe = None
+        self._wte: np.ndarray | None = None
+        self._wpe: np.ndarray | None = None
 
     @property
     def intra_threads(self) -> int:
@@ -113,6 +114,8 @@ class CTranslate2Adapter(Adapter):
 
     def _after_cache(self, ids, past: list[str]):
         """h at len(past) + t: each step's head output of generate_batch after the cached prompt."""
+        if self.generator is None or self._wte is None:
+            raise RuntimeError("no tables loaded: load_tables or init_tables comes first")
         results = self.generator.generate_batch(
             [[model.token(i) for i in row] for row in ids.tolist()],
             static_prompt=past,

@@ -35,6 +35,7 @@ import torch
 import transformers
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 from transformers import initialization as hf_init
+from transformers.cache_utils import DynamicLayer
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
@@ -91,8 +92,9 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
         self._set_model(model)
 
     def _set_model(self, model: GPT2LMHeadModel) -> None:
-        self.model = model.to(self.dtype).eval()
-        self._captured = None
+        # transformers types .to through functools.wraps, whose _Wrapped loses the bound self
+        self.model = model.to(self.dtype).eval()  # type: ignore[arg-type]
+        self._captured: torch.Tensor | None = None
         self.model.transformer.h[0].register_forward_pre_hook(self._record_h, with_kwargs=True)
 
     def _record_h(self, module, args, kwargs):
@@ -120,6 +122,7 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
         kv = torch.zeros((), dtype=self.dtype).as_strided(shape, (0, 0, 0, 0))
         cache = DynamicCache(config=cfg)
         layer = cache.layers[0]
+        assert isinstance(layer, DynamicLayer)  # what DynamicCache makes for a model of full attention layers
         # DynamicLayer.update would copy the entries (torch.cat onto an empty tensor); set the
         # stride-0 tensors as the layer's state instead, as update's lazy initialisation does
         layer.lazy_initialization(kv, kv)
@@ -135,7 +138,11 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
                 input_ids=input_ids, cache=cache, use_cache=cache is not None, output_hidden_states=self.FULL_FORWARD
             )
         except StopAtBlock0:
-            return self._captured
+            return self._captured_h()
         if out.hidden_states is not None:
             return out.hidden_states[0]
+        return self._captured_h()
+
+    def _captured_h(self) -> torch.Tensor:
+        assert self._captured is not None  # the pre-hook on block 0 records h before the block runs
         return self._captured

@@ -31,23 +31,23 @@ def _sync(backend: str):
     if backend == "torch":
         import torch
 
-        def sync(out):
+        def torch_sync(out):
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             return out
 
-        return sync
+        return torch_sync
     import tensorflow as tf
 
     gpu = bool(tf.config.list_physical_devices("GPU"))
     sync_devices = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
 
-    def sync(out):
+    def tf_sync(out):
         if gpu and sync_devices:
             sync_devices()
         return out
 
-    return sync
+    return tf_sync
 
 
 def available(backend: str, device: str) -> tuple[bool, str]:

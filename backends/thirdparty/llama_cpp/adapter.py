@@ -282,8 +282,11 @@ class LlamaCppAdapter(Adapter):
         self.check_status(code)
         self.captured(HEAD_INPUT_TENSOR)
         address = ctypes.cast(llama_cpp.llama_get_logits(self.ctx), ctypes.c_void_p).value
+        if address is None:
+            raise RuntimeError("llama_get_logits returned NULL: llama.cpp kept no logits for the head's batch")
         floats = (ctypes.c_float * (n * gpt2.N_VOCAB)).from_address(address)  # no copy: llama.cpp's memory
-        return np.frombuffer(floats, np.float32).reshape(n, gpt2.N_VOCAB)
+        # numpy's stubs list only some buffer types (on Python < 3.12); a ctypes array exports the buffer protocol
+        return np.frombuffer(floats, np.float32).reshape(n, gpt2.N_VOCAB)  # type: ignore[call-overload]
 
     def _start_capture(self):
         self._captured.clear()

@@ -102,7 +102,8 @@ class MlxLmAdapter(Adapter):
 
     @classmethod
     def implementation(cls) -> str:
-        return f"mlx-lm {mlx_lm.__version__} models.gpt2.Model (mlx {mx.__version__}, CPU)"
+        # mlx.core's stubs (mlx/core/__init__.pyi) lack the __version__ the module has
+        return f"mlx-lm {mlx_lm.__version__} models.gpt2.Model (mlx {mx.__version__}, CPU)"  # type: ignore[attr-defined]
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
@@ -119,7 +120,7 @@ class MlxLmAdapter(Adapter):
         block._gpt2c_record = self._record
         block._gpt2c_full_forward = lambda: self.FULL_FORWARD
         self.model = model
-        self._captured = None
+        self._captured: mx.array | None = None
 
     def _record(self, x):
         self._captured = x
@@ -161,6 +162,7 @@ class MlxLmAdapter(Adapter):
             self.model.model(ids, cache=self._cache(ids.shape[0], past_length))
         except StopAtBlock0:
             pass
+        assert self._captured is not None  # block 0 records its input (_record) before it runs
         return self._captured
 
     def embed(self, ids, past_length=0):

@@ -145,7 +145,9 @@ def _find_tables(model, n_embd: int) -> tuple[str, str, bool]:
 def _disk_key(n_embd: int, dtype: str, offset: str) -> str:
     """Everything the graph depends on, without importing what made it: the HF config is
     gpt2_config(n_embd) of the installed transformers, so its source and that version stand for it."""
-    config_source = importlib.util.find_spec(CONFIG_MODULE).origin  # found, not imported (it imports torch)
+    spec = importlib.util.find_spec(CONFIG_MODULE)  # found, not imported (it imports torch)
+    assert spec is not None and spec.origin is not None  # a module of this package
+    config_source = spec.origin
     sources = [open(path, "rb").read() for path in (__file__, config_source)]
     what = {
         "n_embd": n_embd,
@@ -211,7 +213,7 @@ def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
     model = model.to(dtype).eval()
     n_head, head_dim = hf_config.n_head, n_embd // hf_config.n_head
     batch, seq, past = 2, 5, 3  # sizes of 0 or 1 would be specialised by torch.export
-    example = (
+    example: tuple[torch.Tensor, ...] = (
         torch.zeros(batch, seq, dtype=torch.int64),
         torch.zeros(batch, n_head, past, head_dim, dtype=dtype),
         torch.zeros(batch, n_head, past, head_dim, dtype=dtype),
@@ -226,7 +228,7 @@ def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
         "past_value": {0: b, 2: p},
         "h_final": {0: hb, 1: ht},
     }
-    names = INPUTS
+    names: tuple[str, ...] = INPUTS
     if offset == "position_ids":
         example = (example[0], torch.arange(seq).expand(batch, seq).contiguous(), example[3])
         dynamic = {"input_ids": {0: b, 1: t}, "position_ids": {0: b, 1: t}, "h_final": {0: hb, 1: ht}}
@@ -242,6 +244,7 @@ def _export(n_embd: int, dtype_name: str, offset: str) -> ExportedGraph:
             input_names=list(names),
             output_names=list(OUTPUTS),
         )
+    assert program is not None  # dynamo=True returns the ONNXProgram (None only from the old exporter)
     proto = program.model_proto
     wte_name, wpe_name, head_uses_wte = _find_tables(proto, n_embd)
     tables_to_external(proto, (wte_name, wpe_name))

@@ -85,6 +85,8 @@ class TractHFAdapter(OnnxHFExportAdapter):
         """(tract's Runnable of the graph with this one output, its input names in order) for
         the tables set last; built on first use."""
         if output not in self.runnables:
+            if self._wte is None or self._wpe is None:
+                raise RuntimeError("no tables loaded: load_tables or init_tables comes first")
             folder = tempfile.mkdtemp(prefix="gpt2c-tract-")
             try:
                 write_model(self.graph, self._wte, self._wpe, folder, outputs=(output,))

@@ -145,14 +145,17 @@ class TransformerLensAdapter(TorchBlackBoxAdapter):
 
     def _h(self, ids, past_length) -> torch.Tensor:
         tokens = from_numpy(ids) if isinstance(ids, np.ndarray) else ids
-        kwargs = {}
-        if past_length:
-            kwargs["past_kv_cache"] = self._cache(tokens.shape[0], past_length)
-            # no tokenizer, so the caller gives the new tokens' mask: no padding
-            kwargs["attention_mask"] = torch.ones(tokens.shape, dtype=torch.int)
+        # without past_length, neither (None: the model's own defaults)
+        past = self._cache(tokens.shape[0], past_length) if past_length else None
+        # no tokenizer, so the caller gives the new tokens' mask: no padding
+        mask = torch.ones(tokens.shape, dtype=torch.int) if past_length else None
         if self.FULL_FORWARD:
             _, cache = self.model.run_with_cache(
-                tokens, return_type=None, names_filter="blocks.0.hook_resid_pre", **kwargs
+                tokens,
+                return_type=None,
+                names_filter="blocks.0.hook_resid_pre",
+                past_kv_cache=past,
+                attention_mask=mask,
             )
             return cache["blocks.0.hook_resid_pre"]
-        return self.model(tokens, stop_at_layer=0, **kwargs)
+        return self.model(tokens, stop_at_layer=0, past_kv_cache=past, attention_mask=mask)

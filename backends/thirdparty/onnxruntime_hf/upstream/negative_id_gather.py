@@ -41,6 +41,7 @@ with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
     program = torch.onnx.export(
         Embeddings(model), (example,), dynamo=True, dynamic_shapes=dims, input_names=["input_ids"], output_names=["h"]
     )
+assert program is not None  # dynamo=True returns the ONNXProgram (None only from the old exporter)
 options = ort.SessionOptions()
 options.log_severity_level = 3  # the exception carries the message; no second copy on stderr
 session = ort.InferenceSession(program.model_proto.SerializeToString(), options, providers=["CPUExecutionProvider"])

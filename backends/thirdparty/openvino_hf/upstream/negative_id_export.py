@@ -11,6 +11,7 @@ import contextlib
 import io
 import sys
 import warnings
+from typing import cast
 
 import numpy as np
 import onnx
@@ -30,6 +31,7 @@ with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         input_names=["input_ids"],
         output_names=["rows"],
     )
+assert program is not None  # dynamo=True returns the ONNXProgram (None only from the old exporter)
 graph = program.model_proto
 print(f"exported graph's nodes: {[node.op_type for node in graph.graph.node]} (onnx {onnx.__version__})")
 
@@ -46,7 +48,8 @@ print(
     "tf.gather(wte, X) on CPU raises for -1 ('indices[0,0] = -1 is not in [0, 50257)')"
 )
 try:
-    (rows,) = ReferenceEvaluator(graph).run(None, {"input_ids": ids})
+    # a list of the outputs (intermediate=False); onnx annotates run() as that list or a dict
+    (rows,) = cast(list, ReferenceEvaluator(graph).run(None, {"input_ids": ids}))
 except Exception as exc:  # noqa: BLE001
     print(f"got from the exported graph: {type(exc).__name__}: {exc}")
     sys.exit(0)
