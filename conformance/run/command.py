@@ -289,9 +289,8 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
 
 def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
     """Each failed test's one-line replay: this command, narrowed to that test (same draws)."""
-    target = (
-        f"--adapter {shlex.quote(_spec_of(name, args))}" if _spec_of(name, args) else f"--backend {shlex.quote(name)}"
-    )
+    spec = _spec_of(name, args)
+    target = f"--adapter {shlex.quote(spec)}" if spec else f"--backend {shlex.quote(name)}"
     target = files.target(args) or target  # a file run replays with --onnx/--gguf FILE
     options = "".join(
         [
