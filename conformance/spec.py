@@ -232,8 +232,9 @@ CLAUSES: tuple[Clause, ...] = (
         "BOUNDS-MESSAGE",
         "BOUNDS",
         "The error is clear",
-        "The error for an out-of-range position or token id is an IndexError or ValueError "
-        "whose message contains the offending value and the table size (1024 or 50257).",
+        "The error for an out-of-range position (T = 1025 from 0, and T = 30 at past_length 1000) or "
+        "token id is an IndexError or ValueError whose message contains the offending value and the "
+        "table size (1024 or 50257).",
         "this suite (guide: 'a clear error that names the input and the rule')",
     ),
     # -- INIT ------------------------------------------------------------------------

@@ -201,17 +201,28 @@ def test_malformed_ids_raise(adapter, request, tables, ids):
 
 
 @pytest.mark.clause("BOUNDS-MESSAGE")
-@pytest.mark.parametrize("case", ["position", "token-high", "token-negative"])
-def test_error_names_value_and_rule(adapter, request, tables, case):
-    """An IndexError or ValueError whose message has the offending value and the table size."""
+@pytest.mark.parametrize("case", ["position", "position cached", "token-high", "token-negative"])
+def test_error_names_value_and_rule(adapter, capabilities, request, tables, case):
+    """An IndexError or ValueError whose message has the offending value and the table size. The
+    cached case (T = 30 at past_length 1000: positions 1024..1029 are out) is one whose check a
+    framework's own error cannot stand in for: a slice of wpe that comes back short fails the sum
+    with a broadcast error naming shapes, not the position (mutation testing found the reference's
+    position check could be weakened unseen, reports/mutation-testing.md)."""
+    past = 0
     if case == "position":
         ids, value, limit = np.zeros((1, gpt2.N_CTX + 1), np.int64), gpt2.N_CTX, gpt2.N_CTX
+    elif case == "position cached":
+        skip_unless_claimed(capabilities, "kv_cache")
+        past, ids, value, limit = 1000, np.zeros((1, 30), np.int64), gpt2.N_CTX, gpt2.N_CTX
     else:
         value = gpt2.N_VOCAB if case == "token-high" else -1
         ids, limit = np.array([[5, value, 7]]), gpt2.N_VOCAB
-    call = describe_call("embed", ids, 0)
+    call = describe_call("embed", ids, past)
     exc = assert_raises(
-        lambda: adapter.embed(ids, 0), call, f"{case} out of range", observe=recorder(request.node, ids, 0, tables)
+        lambda: adapter.embed(ids, past),
+        call,
+        f"{case} out of range",
+        observe=recorder(request.node, ids, past, tables),
     )
     text = str(exc)
     if not isinstance(exc, (IndexError, ValueError)) or str(value) not in text or str(limit) not in text:
