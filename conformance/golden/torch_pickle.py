@@ -19,6 +19,7 @@ import struct
 import zipfile
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import IO
 
 import numpy as np
 
@@ -97,7 +98,7 @@ _ALLOWED = {
 
 
 class _SafeUnpickler(pickle.Unpickler):
-    def __init__(self, f):
+    def __init__(self, f: IO[bytes]) -> None:
         super().__init__(f)
         self.storages: dict[str, StorageRef] = {}
 
@@ -169,7 +170,7 @@ class TorchFile:
             raise TorchFormatError("big-endian torch file")
         self.refs = flatten(_safe_load(io.BytesIO(self.zip.read(pkls[0]))))
 
-    def _init_legacy(self):
+    def _init_legacy(self) -> None:
         self.zip = None
         with open(self.path, "rb") as f:
             if _safe_load(f) != LEGACY_MAGIC:

@@ -86,7 +86,7 @@ def _wait(pid: int) -> str:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session):
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
     config = session.config
     path = config.getoption("--gpt2c-results")
     writer = config.pluginmanager.get_plugin("gpt2c-events-writer")

@@ -91,7 +91,7 @@ class _Engine:
 
     _instance = None
 
-    def __init__(self):
+    def __init__(self) -> None:
         llama_cpp.llama_backend_init()
         self.ggml = _ggml_base()
         self.log: list[str] = []
