@@ -8,6 +8,7 @@ embedding h = token row + position row). Each call runs in a child process, sinc
 ones kill it. Exits 1 while the behaviour reproduces, 0 once every call listed below raises an
 exception Python can catch or returns the right rows."""
 
+import ast
 import os
 import signal
 import subprocess
@@ -70,7 +71,7 @@ def call(ids) -> None:
 if len(sys.argv) == 3 and sys.argv[1] == "--call":
     call(eval(sys.argv[2]))  # noqa: S307 - this script's own literals (CALLS below)
 
-CALLS = {{CALLS}}  # (ids literal, what it is, whether a result is wrong)
+CALLS = ast.literal_eval("""{{CALLS}}""")  # (ids literal, what it is, whether a result is wrong)
 print(
     "GPT-2 reference (openai/gpt-2 src/model.py L152-157): h = tf.gather(wte, X) + tf.gather(wpe, "
     "positions_for(X, past_length)); tf.gather on CPU raises for an index outside the table, and X of shape "
