@@ -23,6 +23,7 @@ FOLDERS = (
     "tensorflow",
     "jax",
     "thirdparty.hf_transformers",
+    "thirdparty.torch_compile_hf",
     "thirdparty.keras_hub",
     "thirdparty.transformer_lens",
     "thirdparty.mlx_lm",

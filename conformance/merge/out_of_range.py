@@ -53,7 +53,8 @@ def add_parser(subparsers) -> None:
         metavar="PATH",
         help="reports of `run --report-dir` (a folder: every conformance report under it)",
     )
-    p.add_argument("--out", help="write the Markdown table here (default: print it)")
+    # a file, not a folder: its own dest, as cli.OUTPUT_FOLDERS checks every other command's --out as a folder
+    p.add_argument("--out", dest="out_file", metavar="FILE", help="write the Markdown table here (default: print it)")
 
 
 def cell(test: dict | None) -> str:
@@ -158,11 +159,11 @@ def run(args) -> int:
         print(f"gpt2-conformance out-of-range: error: {exc}", file=sys.stderr)
         return res.EXIT_USAGE
     text = markdown(reports)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as f:
+    if args.out_file:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out_file)), exist_ok=True)
+        with open(args.out_file, "w", encoding="utf-8") as f:
             f.write(text)
-        print(f"wrote {args.out}")
+        print(f"wrote {args.out_file}")
     else:
         sys.stdout.write(text)
     missing = [
