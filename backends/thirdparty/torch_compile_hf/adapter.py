@@ -13,7 +13,12 @@ What is observed, and how (Capabilities.black_box):
   hf-transformers, passed into the compiled function; GPT2Model derives the positions from
   `cache.get_seq_length()`, traced as a symbolic size.
 - logits: the tied `lm_head(h)`, compiled as a function of its own.
-- gradients: autograd through the compiled forward (AOTAutograd compiles its backward).
+- gradients: not claimed. Autograd through the compiled forward (AOTAutograd's compiled backward)
+  returned NaN in five rows of dwte in two of three full runs on two threads (the past_length 5
+  cases, a different one each time; never when the case ran alone, nor in a standalone script).
+  An intermittent failure cannot be waived (the waiver is stale on every run where it passes) and
+  would make the verdict a coin toss, so TIED-GRAD is NOT CLAIMED, with this reason, until it is
+  understood: an open finding (docs/backends.md), not a pass.
 - init and parameters(): hf-transformers' (the model is built the same way).
 
 Inductor's own bounds checks are `TORCH_CHECK`s inside its generated C++ kernels, and their
@@ -76,7 +81,7 @@ class TorchCompileHFAdapter(HFTransformersAdapter):
     capabilities = Capabilities(
         dtypes=tuple(TORCH_DTYPES),
         devices=("cpu",),
-        gradients=True,
+        gradients=False,  # the module docstring says why: an intermittent NaN in the compiled backward
         black_box="h = hidden_states[0] of GPT2Model compiled by torch.compile (Inductor, fullgraph, "
         "dynamic shapes), a graph output; offset from a DynamicCache holding past_length entries; "
         "logits = compiled lm_head(h)",
