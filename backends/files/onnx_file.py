@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -458,6 +459,7 @@ class FileMixin:
 
     FOUND: Found
     ENGINE: str
+    _offset_feeds: Callable[..., dict]  # the engine adapter's (onnx_hf_common.OnnxHFExportAdapter)
     WAIVERS = None  # a user's file has no waivers of ours: --waivers FILE gives them
     NOT_CLAIMED_WHY: dict[str, str] = {}
 
