@@ -2,7 +2,7 @@
 
 A built-in backend is run from its registry entry alone: this process imports no framework,
 the suite's child process imports it once and also reports the adapter's description and the
-run's parity fingerprint (gpt2_conformance/run/events.py). `--backend all` runs the backends in
+run's parity fingerprint (conformance/run/events.py). `--backend all` runs the backends in
 parallel processes (`--jobs`, default: this machine's cores), longest first (run/schedule.py), and
 prints their scorecards in the registry's order, whatever order they start or finish in."""
 
