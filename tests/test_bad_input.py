@@ -391,6 +391,7 @@ def test_a_parametrised_test_named_alone_is_refused_with_its_cases(tmp_path):
     assert line == (
         "--case 'test_bounds.py::test_error_names_value_and_rule' is a parametrised test: name one of "
         "its cases, as a report's repro line does: 'test_bounds.py::test_error_names_value_and_rule"
-        "[position]', 'test_bounds.py::test_error_names_value_and_rule[token-high]', "
+        "[position]', 'test_bounds.py::test_error_names_value_and_rule[position cached]', "
+        "'test_bounds.py::test_error_names_value_and_rule[token-high]', "
         "'test_bounds.py::test_error_names_value_and_rule[token-negative]'"
     ), line

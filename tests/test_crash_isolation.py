@@ -60,12 +60,8 @@ def test_segfault_fails_its_clause_and_every_other_clause_gets_its_verdict():
     assert set(clauses) == {c.id for c in spec.CLAUSES}
     storage = clauses["TIED-STORAGE"]
     assert storage.status == res.FAIL and "SIGSEGV" in storage.message, f"{storage.status}: {storage.message}"
-    # all three parametrised tests crashed, each in its own child process
-    assert _crashed_tests(storage) == [
-        "test_head_shares_wte_storage[0]",
-        "test_head_shares_wte_storage[12345]",
-        "test_head_shares_wte_storage[50256]",
-    ]
+    # the storage test (its rows drawn by hypothesis, spec 1.4) crashed in its child process
+    assert _crashed_tests(storage) == ["test_head_shares_wte_storage"]
     writers = {"TIED-STORAGE", "STATE-UPDATES-SEEN", "STATE-NO-SIDE-EFFECTS"}  # every clause that writes a row
     for cid in writers:
         assert clauses[cid].status == res.FAIL and "SIGSEGV" in clauses[cid].message, cid
@@ -85,13 +81,9 @@ def test_the_folders_a_dead_child_leaves_go_with_the_run(tmp_path, monkeypatch):
         adapter_spec="helpers.crashing_adapters:LeavesItsFolderAndSegfaults",
     )
     assert result.error == "", result.error
-    assert _crashed_tests(_by_clause(result)["TIED-STORAGE"]) == [
-        "test_head_shares_wte_storage[0]",
-        "test_head_shares_wte_storage[12345]",
-        "test_head_shares_wte_storage[50256]",
-    ]
+    assert _crashed_tests(_by_clause(result)["TIED-STORAGE"]) == ["test_head_shares_wte_storage"]
     lines = [line.split() for line in record.read_text().splitlines()]
-    assert len(lines) >= 3, f"lines={lines}, but should be one per crashed child at least"
+    assert len(lines) >= 1, f"lines={lines}, but should be one per crashed child at least"
     left = [folder for folder, _ in lines if os.path.exists(folder)]
     assert left == [], f"left={left}, but should be [] (the run's children's folders, after the run)"
     roots = {root for _, root in lines}

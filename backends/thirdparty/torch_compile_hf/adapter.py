@@ -98,6 +98,9 @@ class TorchCompileHFAdapter(HFTransformersAdapter):
         )
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
+        # at least two threads, as at import (see there): again here, since anything else in the
+        # process may have set one thread since (the bench's one-thread modes do)
+        torch.set_num_threads(max(2, torch.get_num_threads()))
         super().__init__(config)
 
     def _set_model(self, model) -> None:
