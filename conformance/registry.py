@@ -123,6 +123,12 @@ def builtin() -> dict[str, Backend]:
     return _entries()[0]
 
 
+def shipped() -> dict[str, Backend]:
+    """name -> entry for this project's own backends (backends/__init__.py FOLDERS), not ones an
+    installed package registers: what the README's table, tox's envs and the published reports list."""
+    return {n: e for n, e in builtin().items() if e.package.startswith(BACKENDS_PACKAGE + ".")}
+
+
 def broken() -> dict[str, str]:
     """name -> why, for each installed plug-in that cannot be used (one line naming its entry point)."""
     return {**_entries()[1], **_adapter_plugins()[1]}

@@ -31,11 +31,6 @@ TOX_BLOCK = (
 )
 
 
-def builtins() -> dict:
-    """The built-in entries (backends/__init__.py FOLDERS), not ones an installed package registers."""
-    return {n: e for n, e in registry.builtin().items() if e.package.startswith(registry.BACKENDS_PACKAGE + ".")}
-
-
 def _waived(entry) -> str:
     """How many [[waiver]] entries its waiver file has (the docs page says where the file is)."""
     path = entry.waivers_path()
@@ -60,14 +55,14 @@ def backend_row(name: str, entry) -> str:
 
 
 def backend_table() -> str:
-    rows = [backend_row(n, e) for n, e in builtins().items()]
+    rows = [backend_row(n, e) for n, e in registry.shipped().items()]
     header = ["| Backend | Kind | Wraps | pip extra | dtypes | devices | claims | waived |", "|---" * 8 + "|"]
     return "\n".join(header + rows)
 
 
 def tox_envs() -> str:
     envs = []
-    for name, entry in builtins().items():
+    for name, entry in registry.shipped().items():
         lines = [f"[testenv:{name}]"]
         if entry.extra:
             lines.append(f"extras = {entry.extra}")
@@ -77,7 +72,7 @@ def tox_envs() -> str:
 
 
 def tox_envlist() -> str:
-    return "envlist = " + ", ".join([*builtins(), "wheel", "tests"])
+    return "envlist = " + ", ".join([*registry.shipped(), "wheel", "tests"])
 
 
 def _replace_block(text: str, markers: tuple[str, str], body: str, where: str) -> str:

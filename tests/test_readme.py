@@ -17,8 +17,7 @@ from gpt2_conformance.run.runner import run_in_process
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 REPORTS = ROOT / "reports"
-# the built-ins only (backends/__init__.py FOLDERS), not entries an installed package registers
-BUILTINS = {n: e for n, e in registry.builtin().items() if e.package.startswith(registry.BACKENDS_PACKAGE + ".")}
+BUILTINS = registry.shipped()
 BOOLEAN_CLAIMS = ("kv_cache", "tied_head", "init", "gradients", "mutable_tables")
 
 
