@@ -9,10 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPEC_VERSION = "1.4"  # 1.1: GOLDEN clauses; 1.2: TIED-LOGITS-FLOAT32, relations, past_length forms;
-# 1.3: the STATE group (updates seen, no side effects), sentinel ids in BOUNDS-TOKEN; 1.4: DTYPE-OUTPUT
-# (the dtype of h and logits, taken out of SHAPE-H), TIED-NO-BIAS reads the parameters, drawn update
-# rows (STATE-UPDATES-SEEN, TIED-STORAGE), the POSITIONS relations reach 1023 across 127/255/511
+SPEC_VERSION = "1.5"  # CHANGES: what each version changed (SPEC.md's last section)
+CHANGES: tuple[tuple[str, str], ...] = (
+    ("1.1", "the GOLDEN clauses"),
+    ("1.2", "TIED-LOGITS-FLOAT32, relations, past_length forms"),
+    ("1.3", "the STATE group (updates seen, no side effects), sentinel ids in BOUNDS-TOKEN"),
+    (
+        "1.4",
+        "DTYPE-OUTPUT (the dtype of h and logits, taken out of SHAPE-H), TIED-NO-BIAS reads the parameters, "
+        "drawn update rows (STATE-UPDATES-SEEN, TIED-STORAGE), the POSITIONS relations reach 1023 across "
+        "127/255/511",
+    ),
+    (
+        "1.5",
+        "LOOKUP-EXACT at the largest width (d = 1600, B = 1, T = 1024) and for embed(ids) with no "
+        "past_length; BOUNDS-MESSAGE for past_length -1, a decode step past the end, ids of rank 1 or 3, "
+        "logits of a malformed h_final and load_tables of malformed tables (each closes a survivor of "
+        "reports/mutation-testing.md)",
+    ),
+)
 
 MODEL_PY = "openai/gpt-2 src/model.py"  # as of commit 9b63575 (line numbers below)
 PAPER = "Radford et al. 2019, Language Models are Unsupervised Multitask Learners"
@@ -91,7 +106,9 @@ CLAUSES: tuple[Clause, ...] = (
         "h == wte[X] + wpe[p] bit for bit in float32",
         "h[b, t] = wte[X[b, t]] + wpe[t] at past_length 0; in float32 this is one IEEE addition, "
         "so h equals the float32 sum bit for bit (tolerance 0), for every id in [0, 50257), every "
-        "position in [0, 1024) (T up to 1024), batches up to 64 and ids in any memory layout. "
+        "position in [0, 1024) (T up to 1024), batches up to 64 and ids in any memory layout; also at "
+        "the largest released width, d = 1600 (B = 1, T = 1024, where size 1600 is claimed), and for "
+        "embed(ids) with no past_length (the protocol's default, 0). "
         "Offsets are POSITIONS-OFFSET's, which relates them to this forward.",
         f"{MODEL_PY} line 157; {SEED_EMBEDDING}",
     ),
@@ -234,7 +251,12 @@ CLAUSES: tuple[Clause, ...] = (
         "The error is clear",
         "The error for an out-of-range position (T = 1025 from 0, and T = 30 at past_length 1000) or "
         "token id is an IndexError or ValueError whose message contains the offending value and the "
-        "table size (1024 or 50257).",
+        "table size (1024 or 50257). Malformed input is refused by its own check: an IndexError, "
+        "ValueError or TypeError whose message names the input and the rule, for past_length = -1 "
+        "('past_length', '-1'), a decode step past the end (T = 1 at past_length 1024: '1024'), ids "
+        "of rank 1 or 3 ('ids', '2'), logits of an h_final of rank 2 or 4 or of width d/2 or 2d "
+        "('h_final', d), and load_tables of a wte [50257, d - 1] ('wte', d), a wpe [1025, d] ('wpe', "
+        "'1024'), a float64 wte or a float16 wpe ('float32'); each case needs the claim its call needs.",
         "this suite (guide: 'a clear error that names the input and the rule')",
     ),
     # -- INIT ------------------------------------------------------------------------
@@ -559,4 +581,5 @@ def markdown() -> str:
             if c.requires:
                 lines.append(f"- Requires: {', '.join(c.requires)}")
             lines.append("")
+    lines += ["## Versions", "", *[f"- {version}: {what}" for version, what in CHANGES], ""]
     return "\n".join(lines)

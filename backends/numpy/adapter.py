@@ -1,8 +1,8 @@
 """NumPy reference adapter.
 
 The plainest implementation of the spec that is still fast: np.take(mode="clip") after the
-range check, with the position rows added in place (fastest exact numpy gather, see
-`gpt2-conformance bench`), split over the cores for large inputs (np.take releases the GIL),
+range check, each piece of h written once as the finished sum (np.add(..., out=)), split over
+the cores for large inputs (np.take releases the GIL),
 and BLAS for the tied head.
 float16 is stored as float16; its head accumulates in float32 (as frameworks do) and
 rounds once. Gradients are analytic: numpy has no autodiff, and these formulas are the
@@ -32,16 +32,16 @@ _HEAD_ROWS = 4096  # wte rows converted to float32 at a time by a float16 head (
 def gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """h[b, t] = wte[ids[b, t]] + wpe_rows[t], split into contiguous pieces, one per core.
 
-    np.take and the in-place add release the GIL, so threads run them in parallel (2.0x at
-    B=8, T=1024, d=768 on 2 cores). mode="clip" skips np.take's per-index bounds branch: safe
-    only because the caller checked every id. Each element is still one IEEE addition of the
-    same two values, so the result is bit for bit that of wte[ids] + wpe_rows.
+    np.take and np.add release the GIL, so threads run them in parallel. mode="clip" skips
+    np.take's per-index bounds branch: safe only because the caller checked every id. Each
+    element is still one IEEE addition of the same two values, written once into h, so the
+    result is bit for bit that of wte[ids] + wpe_rows.
     """
     global _pool
     batch, seq = ids.shape
     h = np.empty((batch, seq, wte.shape[1]), wte.dtype)
-    # pieces: whole batch rows when there are several, else slices of the one sequence; each
-    # piece of h is contiguous, which np.take(out=) needs to write in place. Small outputs (decode
+    # pieces: whole batch rows when there are several, else slices of the one sequence, each a
+    # contiguous block of h that np.add(out=) writes in place. Small outputs (decode
     # steps) skip even the core count: it is a system call, on the hot path of every step.
     n = 1 if h.size < _THREADED_MIN_ELEMENTS else min(_cores(), batch if batch > 1 else seq)
     if n < 2:
@@ -52,9 +52,11 @@ def gather_add(wte: np.ndarray, wpe_rows: np.ndarray, ids: np.ndarray) -> np.nda
         pieces = [(slice(None), slice(i * seq // n, (i + 1) * seq // n)) for i in range(n)]
 
     def piece(where):
+        # each piece writes its slice of h once, the finished sum (never a partial value another
+        # piece could read or add to): pieces that overlapped would write the same bits, so a
+        # split is race-free by construction, not only by the slices being disjoint
         rows, steps = where
-        np.take(wte, ids[rows, steps], axis=0, out=h[rows, steps], mode="clip")
-        h[rows, steps] += wpe_rows[steps][None]
+        np.add(np.take(wte, ids[rows, steps], axis=0, mode="clip"), wpe_rows[steps][None], out=h[rows, steps])
 
     if len(pieces) == 1:
         piece(pieces[0])
@@ -123,9 +125,8 @@ class NumpyAdapter(Adapter):
     def embed(self, ids, past_length=0):
         ids, past_length = check_embed_inputs(ids, past_length)
         seq_len = ids.shape[1]
-        # every id was checked just above, which gather_add's mode="clip" relies on. Adding
-        # the position rows in place saves a second [B, T, d] array; with both cores, 5x
-        # faster than wte[ids] + wpe[...] at B=8, T=1024, d=768 (see `gpt2-conformance bench`).
+        # every id was checked just above, which gather_add's mode="clip" relies on; it splits
+        # large inputs over the cores (see `gpt2-conformance bench`).
         return gather_add(self.wte, self.wpe[past_length : past_length + seq_len], ids)
 
     def logits(self, h_final):

@@ -118,7 +118,11 @@ class GuardedAdapter:
     def parameters(self):
         return self._forward("parameters", (), "parameters()")
 
-    def embed(self, ids, past_length=0):
+    def embed(self, ids, past_length=None):
+        # embed(ids) reaches the adapter as embed(ids): the protocol's default past_length (0) is
+        # the adapter's own, and LOOKUP-EXACT asks that it be 0
+        if past_length is None:
+            return self._forward("embed", (ids,), describe_call("embed", ids), {"ids": ids}, answer="h")
         call = describe_call("embed", ids, past_length)
         if not is_zero_offset(past_length):
             self._need("kv_cache", call)

@@ -231,3 +231,66 @@ def test_error_names_value_and_rule(adapter, capabilities, request, tables, case
             f"raised {type(exc).__name__}({quoted!r}), but should raise IndexError or ValueError "
             f"naming the value {value} and the table size {limit} [{call}]"
         )
+
+
+def _bad_inputs(n_embd: int) -> dict:
+    """case -> (what is called, the claim it needs, the input, the words the message must contain).
+    Each is a malformed input the reference refuses with its own check, and where that check is
+    weakened something else fails with a message naming neither the input nor the rule (numpy's
+    broadcast, reshape or unpacking error), or nothing raises at all: what mutation testing found
+    (reports/mutation-testing.md)."""
+    d = n_embd
+    return {
+        # an empty wpe slice does not broadcast: "shapes (1,3,768) (0,768)" names no past_length
+        "past_length -1": ("embed", "kv_cache", (np.zeros((1, 3), np.int64), -1), ("past_length", "-1")),
+        # a decode step one past the end: T = 1 at past_length 1024
+        "decode step past the end": ("embed", "kv_cache", (np.zeros((1, 1), np.int64), gpt2.N_CTX), (str(gpt2.N_CTX),)),
+        "ids rank 1": ("embed", None, (np.zeros(3, np.int64), 0), ("ids", "2")),
+        "ids rank 3": ("embed", None, (np.zeros((1, 1, 3), np.int64), 0), ("ids", "2")),
+        # logits(h_final): rank 3 [B, T, d] and width d, or a clear error (a reshape of the wrong
+        # width can succeed and return logits of the wrong shape)
+        "h_final rank 2": ("logits", "tied_head", (np.zeros((2, d), np.float32),), ("h_final", str(d))),
+        "h_final rank 4": ("logits", "tied_head", (np.zeros((1, 1, 1, d), np.float32),), ("h_final", str(d))),
+        "h_final narrower": ("logits", "tied_head", (np.zeros((1, 2, d // 2), np.float32),), ("h_final", str(d))),
+        "h_final wider": ("logits", "tied_head", (np.zeros((1, 1, 2 * d), np.float32),), ("h_final", str(d))),
+        # load_tables: the model's shapes and float32 (a lower and a higher precision)
+        "wte narrower": ("load_tables", None, ("wte", (gpt2.N_VOCAB, d - 1), np.float32), ("wte", str(d))),
+        "wpe longer": ("load_tables", None, ("wpe", (gpt2.N_CTX + 1, d), np.float32), ("wpe", str(gpt2.N_CTX))),
+        "wte float64": ("load_tables", None, ("wte", (gpt2.N_VOCAB, d), np.float64), ("wte", "float32")),
+        "wpe float16": ("load_tables", None, ("wpe", (gpt2.N_CTX, d), np.float16), ("wpe", "float32")),
+    }
+
+
+@pytest.mark.clause("BOUNDS-MESSAGE")
+@pytest.mark.parametrize("case", list(_bad_inputs(gpt2.N_EMBD_SMALL)))
+def test_error_names_input_and_rule(adapter, capabilities, make_adapter, tables, case):
+    """Malformed input to embed, logits and load_tables raises an IndexError, ValueError or
+    TypeError whose message names the input and the rule: its own check, not a later error of
+    the framework that happens to raise (which names shapes, not the input)."""
+    method, claim, args, words = _bad_inputs(gpt2.N_EMBD_SMALL)[case]
+    if claim:
+        skip_unless_claimed(capabilities, claim)
+    if method == "embed":
+        ids, past = args
+        call = describe_call("embed", ids, past)
+        fn = lambda: adapter.embed(ids, past)  # noqa: E731
+    elif method == "logits":
+        (h,) = args
+        call = describe_call("logits", h_final=f"float32{list(h.shape)}")
+        fn = lambda: adapter.logits(h)  # noqa: E731
+    else:
+        name, shape, dtype = args
+        fresh = make_adapter(load=False)
+        wte, wpe = tables
+        bad = np.zeros(shape, dtype)
+        wte, wpe = (bad, wpe) if name == "wte" else (wte, bad)
+        call = describe_call("load_tables", **{name: f"{np.dtype(dtype).name}{list(shape)}"})
+        fn = lambda: fresh.load_tables(wte, wpe)  # noqa: E731
+    exc = assert_raises(fn, call, f"{case}: malformed input")
+    text = str(exc)
+    if not isinstance(exc, (IndexError, ValueError, TypeError)) or not all(w in text for w in words):
+        quoted = (text.strip().splitlines() or [""])[0][:200]
+        raise AssertionError(
+            f"raised {type(exc).__name__}({quoted!r}), but should raise IndexError, ValueError or TypeError "
+            f"whose message names {' and '.join(repr(w) for w in words)} [{call}]"
+        )

@@ -33,6 +33,7 @@ from gpt2_conformance.runtime.strategies import (
     in_layout,
     suite_settings,
 )
+from gpt2_conformance.runtime.tables import random_tables
 
 D = gpt2.N_EMBD_SMALL
 
@@ -77,6 +78,37 @@ def test_exact_sum_in_every_layout(adapter, tables, layout):
         oracle.embedding(*tables, ids, 0),
         describe_call("embed", ids, 0),
         note=f"wte[X] + wpe[t], ids {layout}",
+    )
+
+
+LARGEST = max(gpt2.SIZES.values())  # GPT-2 1558M's width, d = 1600
+
+
+@pytest.mark.clause("LOOKUP-EXACT")
+def test_exact_sum_at_the_largest_size(make_adapter):
+    """The same at the largest released width, d = 1600 (B = 1, T = 1024), where it is claimed: a
+    port with 768 written in somewhere (a buffer, a reshape, a tile width) fails here, and an
+    implementation that splits one long sequence over threads or tiles does so only for outputs
+    this large (mutation testing found the reference's sequence split unexercised at d = 768,
+    reports/mutation-testing.md). One extra adapter, built only where size:1600 is claimed."""
+    wte, wpe = random_tables(LARGEST)
+    adapter = make_adapter(n_embd=LARGEST, load=False)
+    adapter.load_tables(wte, wpe)
+    ids = _ids(np.random.default_rng(LARGEST), 1, gpt2.N_CTX)
+    assert_bitwise_equal(
+        adapter.embed(ids, 0),
+        oracle.embedding(wte, wpe, ids, 0),
+        describe_call("embed", ids, 0) + f" at d={LARGEST}",
+        note="wte[X] + wpe[t]",
+    )
+
+
+@pytest.mark.clause("LOOKUP-EXACT")
+def test_default_past_length_is_zero(adapter, tables):
+    """embed(ids) with no past_length (the protocol's default) is past_length 0: positions from 0."""
+    ids = _ids(np.random.default_rng(15), 2, 9)
+    assert_bitwise_equal(
+        adapter.embed(ids), oracle.embedding(*tables, ids, 0), describe_call("embed", ids), note="wte[X] + wpe[t]"
     )
 
 

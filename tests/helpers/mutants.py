@@ -43,6 +43,14 @@ class _Mutant(NumpyAdapter):
         ids, past_length = self.check(ids, past_length)
         return _rows(self.wte, ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
 
+    def check_h(self, h_final):
+        """The reference's check of logits' input, for mutants that write their own head (their
+        defect is in the values, not in what they refuse)."""
+        h_final = np.asarray(h_final)
+        if h_final.ndim != 3 or h_final.shape[-1] != self.config.n_embd:
+            raise ValueError(f"h_final.shape={h_final.shape}, but should be (B, T, {self.config.n_embd})")
+        return h_final
+
 
 # -- positions ----------------------------------------------------------------------------
 
@@ -513,6 +521,7 @@ class UntiedHeadCopy(_Mutant):
         return super().parameters() | {"lm_head": self.lm_head.shape}
 
     def logits(self, h_final):
+        h_final = self.check_h(h_final)
         return (np.asarray(h_final, np.float32) @ self.lm_head.astype(np.float32).T).astype(self.wte.dtype)
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
@@ -555,7 +564,7 @@ class HeadInTF32(_Mutant):
 
         if self._dtype != np.float32:
             return super().logits(h_final)
-        h = round_to_dtype(np.asarray(h_final, np.float32), "tf32")
+        h = round_to_dtype(np.asarray(self.check_h(h_final), np.float32), "tf32")
         shape = (*h.shape[:-1], gpt2.N_VOCAB)
         return (h.reshape(-1, h.shape[-1]) @ round_to_dtype(self.wte, "tf32").T).reshape(shape)
 
@@ -603,6 +612,7 @@ class TablesKeptInBfloat16(_Mutant):
     def load_tables(self, wte, wpe):
         from gpt2_conformance.runtime.numerics import round_to_dtype
 
+        check_tables(wte, wpe, self.config.n_embd)  # the reference's refusals; the defect is the rounding
         super().load_tables(round_to_dtype(wte, "bfloat16"), round_to_dtype(wpe, "bfloat16"))
 
 
@@ -768,7 +778,7 @@ class HeadCacheStaleAfterLoad(_Mutant):
     def logits(self, h_final):
         if self._dtype != np.float32:
             return super().logits(h_final)
-        h = np.asarray(h_final, np.float32)
+        h = np.asarray(self.check_h(h_final), np.float32)
         return (h.reshape(-1, h.shape[-1]) @ self._head()).reshape(*h.shape[:-1], gpt2.N_VOCAB)
 
 
@@ -943,6 +953,65 @@ class DropoutMaskPerPosition(_Mutant):
         mask = self.__dict__.setdefault("mask", np.random.default_rng(1).random((gpt2.N_CTX, h.shape[-1])) >= 0.1)
         p = check_past_length(past_length)
         return np.where(mask[p : p + h.shape[1]][None], h, 0).astype(h.dtype)
+
+
+# -- what mutation testing of the reference found unexercised (reports/mutation-testing.md) -----
+
+
+class LongSequenceSplitRestartsPositions(_Mutant):
+    """One long sequence (B = 1, T * d >= 2^20 elements, as the reference's threaded split) is cut
+    into two tiles, and each tile adds the position rows from its own start: positions restart at
+    the second tile. At d = 768 no sequence is that long (T <= 1024); at d = 1600, T >= 656 is."""
+
+    TARGETS = frozenset({"LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=0):
+        ids, past_length = self.check(ids, past_length)
+        seq = ids.shape[1]
+        positions = _rows(self.wpe, self.positions(seq, past_length))
+        if ids.shape[0] != 1 or seq * self.config.n_embd < 1 << 20:
+            return _rows(self.wte, ids) + positions[None]
+        half = seq // 2
+        tiles = [(0, half), (half, seq)]
+        return np.concatenate([_rows(self.wte, ids[:, a:b]) + positions[: b - a][None] for a, b in tiles], axis=1)
+
+
+class OffsetKeptFromLastCall(_Mutant):
+    """embed(ids) with no past_length continues where the last call ended (a stateful cache's
+    habit) instead of the protocol's default 0; every call that passes past_length is right."""
+
+    TARGETS = frozenset({"LOOKUP-EXACT"})
+
+    def embed(self, ids, past_length=None):
+        if past_length is None:
+            past_length = self.__dict__.get("next_offset", 0)
+        h = super().embed(ids, past_length)
+        self.next_offset = check_past_length(past_length) + np.asarray(ids).shape[1]
+        return h
+
+
+class HeadInputUnchecked(_Mutant):
+    """logits reshapes h_final to [-1, d] without checking it: an h of rank 2 or 4 comes back as
+    logits of that rank, and one of the wrong width fails later in the reshape, with numpy's error
+    naming neither h_final nor d."""
+
+    TARGETS = frozenset({"BOUNDS-MESSAGE"})
+
+    def logits(self, h_final):
+        h = np.asarray(h_final, np.float32)
+        d = self.config.n_embd
+        out = h.reshape(-1, d) @ self.wte.astype(np.float32).T
+        return out.reshape(*h.shape[:-1], gpt2.N_VOCAB).astype(self.wte.dtype)
+
+
+class TablesUnchecked(_Mutant):
+    """load_tables converts whatever it is handed (astype) without checking it: a table of the
+    wrong shape or dtype is kept silently."""
+
+    TARGETS = frozenset({"BOUNDS-MESSAGE"})
+
+    def load_tables(self, wte, wpe):
+        self.wte, self.wpe = np.array(wte, self._dtype), np.array(wpe, self._dtype)
 
 
 ALL = [

@@ -80,7 +80,12 @@ class UntiedHeadCopy(JaxAdapter):
         self.params["head"] = jnp.array(self.params["wte"])
 
     def logits(self, h_final):
-        return _to_numpy(model.logits({"wte": self.params["head"]}, self._put(np.asarray(h_final), self._dtype)))
+        h_final = np.asarray(h_final)
+        if (
+            h_final.ndim != 3 or h_final.shape[-1] != self.config.n_embd
+        ):  # the reference's refusal; the defect is the copy
+            raise ValueError(f"h_final.shape={h_final.shape}, but should be (B, T, {self.config.n_embd})")
+        return _to_numpy(model.logits({"wte": self.params["head"]}, self._put(h_final, self._dtype)))
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         ids = self._put(self._ids_int32(ids))

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from gpt2_conformance.api.validation import check_ids_layout, check_past_length
+from gpt2_conformance.api.validation import check_ids_layout, check_past_length, check_tables
 from gpt2_conformance.backends.torch.adapter import TorchAdapter, from_numpy
 from gpt2_conformance.backends.torch.model import GPT2Embedding
 
@@ -93,7 +93,9 @@ class UntiedHeadCopy(TorchAdapter):
     model_class = _UntiedHeadModel
 
     def load_tables(self, wte, wpe):
-        """As a checkpoint converter that fills lm_head.weight from the same wte array would."""
+        """As a checkpoint converter that fills lm_head.weight from the same wte array would (after the
+        reference's refusals of malformed tables: the defect is the copy)."""
+        check_tables(wte, wpe, self.config.n_embd)
         self.model.load_state_dict(
             {"wte.weight": from_numpy(wte), "wpe.weight": from_numpy(wpe), "lm_head.weight": from_numpy(wte)}
         )
