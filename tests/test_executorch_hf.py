@@ -95,3 +95,13 @@ def test_unclaimed_configs_and_calls_are_refused():
         et.ExecuTorchHFAdapter(AdapterConfig(device="gpu"))
     with pytest.raises(NotImplementedError, match="mutable_tables"):
         et.ExecuTorchHFAdapter().assign_wte_row(0, np.zeros(gpt2.N_EMBD_SMALL, np.float32))
+
+
+def test_malformed_tables_are_rejected_by_the_runtime_at_the_next_call():
+    """What the BOUNDS-MESSAGE waiver says: load_tables hands the arrays over as program inputs;
+    a wrong shape is the runtime's set_inputs error at the next call, not load_tables'."""
+    d = gpt2.N_EMBD_SMALL
+    adapter = et.ExecuTorchHFAdapter()
+    adapter.load_tables(np.zeros((gpt2.N_VOCAB, d - 1), np.float32), np.zeros((gpt2.N_CTX, d), np.float32))
+    with pytest.raises(RuntimeError, match="set_inputs"):
+        adapter.embed(np.array([[1]]), 0)
