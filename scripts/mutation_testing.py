@@ -1,6 +1,7 @@
 """Mutation testing of the NumPy reference: mutants nobody chose (docs/mutation-testing.md).
 
     python scripts/mutation_testing.py [--report reports/mutation-testing.md] [--work DIR] [--lock FILE]
+                                       [--reuse OLD_WORK/session.sqlite]
 
 The kill matrix (tests/test_kill_matrix.py) is a catalogue written by hand. This runs cosmic-ray
 (8.7, the `mutation` extra) over backends/numpy/adapter.py and the input checks in
@@ -15,7 +16,11 @@ cosmic-ray writes each mutant into the file it mutates, so the run works on a co
 gpt2_conformance) in --work (default: a fresh temporary folder); the working tree is never
 touched. --resume continues a --work folder's session. --lock FILE: the runs hold that flock (a
 shared machine's heavy-job lock) a few minutes at a time (--lock-hold), letting other jobs in
-between. cosmic-ray enumerates the mutants (`cosmic-ray init`) and applies each one
+between. --reuse SESSION: a new session takes an earlier session's result for each mutant that is
+the same mutation of the same line in the same function (the killed ones, and the survivors a rule
+of EXPLAINED calls equivalent) and runs only the rest: the mutants of lines changed since, and every
+survivor not explained as equivalent (a clause may kill it now). Valid while the suite only gains
+cases: a mutant it killed stays killed. cosmic-ray enumerates the mutants (`cosmic-ray init`) and applies each one
 (cosmic_ray.mutating.mutate_and_test); this script is its distributor, one mutant at a time.
 
     python scripts/mutation_testing.py test WORK    # one suite run on the mutant now in WORK
@@ -96,16 +101,6 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
     ),
     (
         ADAPTER,
-        "slice(i * seq // n, (i + 1) * seq // n)",
-        None,
-        "unreachable",
-        "the split of one sequence (B = 1) over threads runs only when T * d >= 2^20, i.e. T >= 1366 at "
-        "d = 768, past the 1024 positions; the clauses run the forward at d = 768 only (the larger sizes "
-        "are SHAPE-TABLES' tables), so GPT-2 medium and up (T * d >= 2^20 from T = 656 at d = 1600) is "
-        "where it would be reached: a gap no clause closes yet (a LOOKUP-EXACT case at d = 1600)",
-    ),
-    (
-        ADAPTER,
         "if len(pieces) == 1:",
         None,
         "equivalent",
@@ -129,28 +124,21 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
     ),
     (
         ADAPTER,
-        "def embed(self, ids, past_length=0):",
-        None,
-        "outside the spec",
-        "the protocol's default past_length (0): every suite call passes past_length explicitly; a "
-        "POSITIONS-OFFSET case calling embed(ids) with no past_length would close it",
-    ),
-    (
-        ADAPTER,
-        "if h_final.ndim != 3 or h_final.shape[-1] != self.config.n_embd:",
-        None,
-        "outside the spec",
-        "logits' own check of a malformed h_final: no clause hands logits one (the BOUNDS clauses are "
-        "about embed's inputs); numpy's matmul still raises for a wrong d. A BOUNDS case for logits "
-        "would close it",
-    ),
-    (
-        ADAPTER,
         ".reshape(-1",
         r"reshape\((- 2|~1)",
         "equivalent",
         "numpy reads any negative size in reshape as the one to infer: reshape(-2) and reshape(~1) are "
         "reshape(-1) on the installed numpy 2",
+    ),
+    (
+        ADAPTER,
+        "slice(i * seq // n, (i + 1) * seq // n)",
+        r"\(i \+ 2\) \* seq // n|\(i \+ 1\) \* seq [-+^] n|i // seq // n|i >> seq // n",
+        "equivalent",
+        "the split of one sequence (B = 1, reached by LOOKUP-EXACT's case at d = 1600) into pieces that "
+        "overlap and still cover every position (a piece that ends past T or starts at 0; with the two "
+        "threads of these machines, n = 2): each piece writes the finished sum of the same two values "
+        "into its slice of h once, so the positions two pieces share get the same bits",
     ),
     (
         ADAPTER,
@@ -164,11 +152,11 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
         ADAPTER,
         "slice(i * batch // n, (i + 1) * batch // n)",
         r"i \* batch % n|\(i \+ 1\) \+ batch // n|i >> batch // n",
-        "gap",
-        "a data race: two pieces share a row (at B = 2 or 3), both threads gather it and add wpe to it, "
-        "and h is wrong only when "
-        "one adds before the other's gather overwrites; no clause can force that interleaving (a "
-        "clause that repeats the largest call many times, or a sanitizer run, would see it)",
+        "equivalent",
+        "two pieces overlap (share a row at B = 2 or 3) and every row is still covered: each piece writes "
+        "the finished sum of the same two values into its slice of h once (np.add(..., out=)), so a row "
+        "both write gets the same bits whichever writes last (before spec 1.5 the reference gathered, "
+        "then added in place, and such an overlap was a data race)",
     ),
     (
         ADAPTER,
@@ -205,39 +193,6 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
         "equivalent",
         "an integer array of rank >= 1 indexed with () is still an array, not an integer, so the next "
         "check refuses it with the same error",
-    ),
-    (
-        VALIDATION,
-        "if past_length < 0:",
-        None,
-        "gap",
-        "past_length = -1 still raises, but from numpy (the sum with an empty wpe slice does not "
-        "broadcast), not from the check: BOUNDS-PAST-LENGTH asks only for a raise; a BOUNDS-MESSAGE "
-        "case for a negative past_length (the message naming it) would close it",
-    ),
-    (
-        VALIDATION,
-        "if seq_len > 0 and past_length + seq_len > n_ctx:",
-        r"seq_len > 1 and",
-        "gap",
-        "T = 1 past the end still raises, from numpy's broadcast of an empty wpe slice: BOUNDS-POSITION "
-        "asks only for a raise and BOUNDS-MESSAGE's position cases have T = 1025 and T = 30; a decode "
-        "step past the end (T = 1 at past_length 1024) in BOUNDS-MESSAGE would close it",
-    ),
-    (
-        VALIDATION,
-        "if len(shape) != 2:",
-        None,
-        "gap",
-        "ids of rank 1 or 3 still raise, from a later tuple index or unpacking error instead of the "
-        "check: BOUNDS-INPUT asks only for a raise; a message rule naming the rank would close it",
-    ),
-    (
-        VALIDATION,
-        'for name, table, rows in (("wte", wte, n_vocab), ("wpe", wpe, n_ctx)):',
-        None,
-        "outside the spec",
-        "load_tables' checks of malformed tables, skipped: no clause hands one (see below)",
     ),
     (
         VALIDATION,
@@ -317,22 +272,6 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
         "equivalent",
         "ids < 0 and ids >= 50257 are never both true: xor is or",
     ),
-    (
-        VALIDATION,
-        "if table.shape != (rows, n_embd):",
-        None,
-        "outside the spec",
-        "load_tables' check of malformed tables: the suite hands only float32 tables of the right "
-        "shape (tests/test_bad_input.py checks these errors outside the suite); a clause on bad "
-        "tables would close it",
-    ),
-    (
-        VALIDATION,
-        "if table.dtype != np.float32:",
-        None,
-        "outside the spec",
-        "load_tables' check of a non-float32 table (as above): no clause hands one",
-    ),
 )
 
 
@@ -366,6 +305,67 @@ def config_text(work: Path) -> str:
         "\n[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
+
+
+def _mutated_lines(work: Path, spec) -> tuple[str, str] | None:
+    """(the line as written, as mutated) of a mutation not yet run, or None if it mutates nothing."""
+    from cosmic_ray import plugins
+    from cosmic_ray.mutating import _make_diff, mutate_code
+
+    source = (work / spec.module_path).read_text(encoding="utf-8")
+    operator = plugins.get_operator(spec.operator_name)(**(spec.operator_args or {}))
+    mutated = mutate_code(source, operator, spec.occurrence)
+    if mutated is None:
+        return None
+    return diff_lines("\n".join(_make_diff(source, mutated, spec.module_path)))
+
+
+def _definitions(path: Path, name: str | None) -> list[str]:
+    """The code (its AST: comments aside) of every function or class named `name` in the file, or
+    of the module itself for None."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8") if path.exists() else "")
+    if name is None:
+        return [ast.dump(tree)]
+    return [
+        ast.dump(node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
+    ]
+
+
+def reuse(session: Path, earlier: Path, work: Path) -> int:
+    """Store in `session` an earlier session's result for each pending mutant that is the same
+    mutation (module, function, operator, line as written and as mutated) of a function whose
+    source is unchanged (the earlier session's copy beside it), and was killed or is explained as
+    equivalent; returns how many. The rest stay pending."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    found: dict[tuple, list] = collections.defaultdict(list)
+    with use_db(str(earlier), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            spec = item.mutations[0]
+            old, new = diff_lines(result.diff)
+            found[(str(spec.module_path), spec.definition_name, spec.operator_name, old, new)].append(result)
+    taken = 0
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            spec = item.mutations[0]
+            lines = _mutated_lines(work, spec)
+            if lines is None:
+                continue
+            same = found.get((str(spec.module_path), spec.definition_name, spec.operator_name, *lines))
+            if not same or _definitions(work / spec.module_path, spec.definition_name) != _definitions(
+                earlier.parent / spec.module_path, spec.definition_name
+            ):
+                continue
+            result = same.pop(0)
+            why = explain(str(spec.module_path), *lines)
+            if result.is_killed or (why is not None and why[0] == "equivalent"):
+                db.set_result(item.job_id, result)
+                taken += 1
+    return taken
 
 
 def execute(work: Path, session: Path, lock: str | None, hold_s: float, survivors: bool = False) -> None:
@@ -545,6 +545,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--lock-hold", type=float, default=180.0, help="seconds of runs per hold of --lock")
     parser.add_argument("--report-only", action="store_true", help="write the report of --work's session as it is")
     parser.add_argument(
+        "--reuse",
+        type=Path,
+        help="an earlier session.sqlite: reuse its kills and equivalent survivors, run only the rest",
+    )
+    parser.add_argument(
         "--retest-survivors",
         action="store_true",
         help="with --resume: copy the tree's suite into --work again and rerun the unexplained survivors",
@@ -564,6 +569,8 @@ def main(argv: list[str]) -> int:
         copy_tree(work)
         config.write_text(config_text(work))
         subprocess.run([COSMIC_RAY, "init", str(config), str(session)], cwd=work, check=True)
+        if args.reuse:
+            print(f"{reuse(session, args.reuse.resolve(), work)} results taken from {args.reuse}", flush=True)
     print(f"mutation testing in {work}", flush=True)
     if args.retest_survivors:
         shutil.rmtree(work / "conformance" / "suite")
