@@ -81,9 +81,17 @@ def test_positions_past_the_table_and_bad_inputs_raise(loaded):
 
 
 @needs_clang
+def test_tables_of_the_wrong_shape_are_refused_by_tinygrads_loader():
+    adapter = TinygradGPT2Adapter(AdapterConfig(n_embd=N_EMBD))
+    wpe = np.zeros((gpt2.N_CTX, N_EMBD), np.float32)
+    with pytest.raises(ValueError, match="Shape mismatch in layer `wte.weight`"):  # nn/state.py load_state_dict
+        adapter.load_tables(np.zeros((gpt2.N_VOCAB, N_EMBD - 1), np.float32), wpe)
+
+
+@needs_clang
 def test_head_is_wte_itself_and_sees_a_row_update(loaded):
     adapter, wte, _ = loaded
-    assert adapter.model.lm_head.weight is adapter.model.wte.weight
+    assert adapter.model.lm_head.weight is adapter.model.wte.weight  # after load_tables too
     assert adapter.parameters() == {"wte.weight": (gpt2.N_VOCAB, N_EMBD), "wpe.weight": (gpt2.N_CTX, N_EMBD)}
     h = np.zeros((1, 1, N_EMBD), np.float32)
     h[0, 0, 0] = 1.0

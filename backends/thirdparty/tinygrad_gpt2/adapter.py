@@ -13,6 +13,9 @@ What is observed, and how (Capabilities.black_box):
   prefill), used as it uses it: `allpos.shrink(((0, 1), (start_pos, start_pos + seqlen)))`.
   past_length is handed over unchanged.
 - logits: the tied `lm_head(h)` (`nn.Linear` without bias whose weight is wte's tensor itself).
+- tables: loaded as the example's GPT2.build loads its weights, with tinygrad's
+  `nn.state.load_state_dict` (lm_head.weight given wte's), which refuses a table of the wrong shape;
+  the arrays are rounded to the adapter's dtype first, as the example's FP16 load casts them.
 - init: `Tensor.manual_seed(seed)`, then nn.Embedding's own initialiser (Tensor.glorot_uniform).
 - gradients: tinygrad's autograd (`Tensor.backward`) through the same embed and head, wte and wpe
   with requires_grad.
@@ -129,7 +132,9 @@ class TinygradGPT2Adapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
-        self.model.set_tables(from_numpy(np.asarray(wte, np.float32)), from_numpy(np.asarray(wpe, np.float32)))
+        # the arrays as they are (their shapes judged by tinygrad's load_state_dict), rounded to the
+        # adapter's dtype as the example's FP16 load casts its weights
+        self.model.load(from_numpy(wte), from_numpy(wpe))
 
     def tables(self):
         return to_numpy(self.model.wte.weight), to_numpy(self.model.wpe.weight)

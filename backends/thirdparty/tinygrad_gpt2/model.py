@@ -23,8 +23,11 @@ head asks), where the example copies the loaded wte array into lm_head.weight.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from tinygrad import Tensor, dtypes, nn
 from tinygrad.dtype import DType
+from tinygrad.nn.state import load_state_dict
 
 from gpt2_conformance.api import gpt2
 
@@ -43,9 +46,21 @@ class GPT2Embedding:
         self.allpos = Tensor.arange(0, gpt2.N_CTX).reshape(1, -1).to(device).realize()
 
     def set_tables(self, wte: Tensor, wpe: Tensor) -> None:
+        """nn.Embedding's tables replaced by these, before any load: the model's own init."""
         self.wte.weight = wte.to(self.device).cast(self.dtype).contiguous().realize()
         self.wpe.weight = wpe.to(self.device).cast(self.dtype).contiguous().realize()
         self.lm_head.weight = self.wte.weight  # tied: the same tensor, not a copy
+
+    def load(self, wte: Tensor, wpe: Tensor) -> None:
+        """Load the tables as the example's GPT2.build does: tinygrad's load_state_dict with
+        lm_head.weight given wte's weights, which refuses a table of the wrong shape (ValueError
+        'Shape mismatch in layer ...', tinygrad/nn/state.py L208-210) and replaces each tensor's data
+        in place (so the head, wte's own tensor, keeps reading it)."""
+        wte = wte.cast(self.dtype)
+        tables = SimpleNamespace(wte=self.wte, wpe=self.wpe, lm_head=self.lm_head)  # not allpos
+        load_state_dict(
+            tables, {"wte.weight": wte, "wpe.weight": wpe.cast(self.dtype), "lm_head.weight": wte}, verbose=False
+        )
 
     def embed(self, tokens: Tensor, start_pos: int) -> Tensor:
         """h = wte(tokens) + wpe(positions start_pos .. start_pos + seqlen), as the example's forward."""
