@@ -72,6 +72,8 @@ def test_h_and_logits_are_the_nets_outputs(adapter, tables):
     h = adapter.embed(ids, past_length=2)
     assert h.shape == (2, 3, D) and h.dtype == np.float32
     np.testing.assert_allclose(h, wte[ids] + wpe[2:5], rtol=0, atol=1e-6)
+    for offset in (np.int32(2), np.array(2, np.int64)):  # a numpy integer or 0-d integer array is an int
+        np.testing.assert_array_equal(adapter.embed(ids, past_length=offset), h)
     h_final = np.random.default_rng(1).standard_normal((2, 3, D), np.float32)
     np.testing.assert_allclose(adapter.logits(h_final), h_final @ wte.T, rtol=1e-4, atol=1e-3)
     assert adapter.parameters() == {
@@ -103,6 +105,8 @@ def test_ncnn_embed_clamps_out_of_range_ids_and_positions(adapter, tables):
         (np.array([[1]], np.int64), 2**31, ValueError, "positions past_length \\+ t must fit"),
         (np.array([[1]], np.int64), 1.5, TypeError, "past_length must be an int"),
         (np.array([[1]], np.int64), True, TypeError, "past_length must be an int"),
+        (np.array([[1]], np.int64), np.array(True), TypeError, "past_length must be an int"),
+        (np.array([[1]], np.int64), np.array([1]), TypeError, "past_length must be an int"),
     ],
 )
 def test_bad_input_is_refused_naming_the_rule(adapter, ids, past_length, error, match):

@@ -58,7 +58,7 @@ import contextlib
 import hashlib
 import io
 import json
-import numbers
+import operator
 import os
 import shutil
 import tempfile
@@ -371,8 +371,15 @@ class NcnnHFAdapter(Adapter):
             )
         if len(ids.shape) != 2:
             raise ValueError(f"{name}: ids must be [B, T], got shape {tuple(ids.shape)}")
-        if isinstance(past_length, bool) or not isinstance(past_length, numbers.Integral):
-            raise TypeError(f"{name}: past_length must be an int, got {type(past_length).__name__}")
+        # an int, a numpy integer or a 0-d integer array (what __index__ accepts), never a bool
+        if isinstance(past_length, (bool, np.bool_)) or getattr(past_length, "dtype", None) == np.bool_:
+            raise TypeError(f"{name}: past_length must be an int, got {type(past_length).__name__} {past_length!r}")
+        try:
+            past_length = operator.index(past_length)
+        except TypeError:
+            raise TypeError(
+                f"{name}: past_length must be an int, got {type(past_length).__name__} {past_length!r}"
+            ) from None
         ids = np.asarray(ids)
         positions = int(past_length) + np.arange(ids.shape[1], dtype=np.int64)
         for what, values in (("ids", ids), ("positions past_length + t", positions)):
