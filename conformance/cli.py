@@ -10,6 +10,7 @@
     gpt2-conformance merge FILE.json... [--out-dir DIR]   # one matrix, parity, bench table, scoreboard.html
     gpt2-conformance out-of-range --reports DIR [--out FILE]  # what every backend did with each bad index
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
+    gpt2-conformance env NAME [--dry-run]  # build the environment of a backend that runs in its own
     gpt2-conformance list [--long]   # backend names (--long: what they are, whether installed)
     gpt2-conformance --version       # the package and the spec version its verdicts are against
 
@@ -38,6 +39,7 @@ COMMANDS = {
     "merge": "gpt2_conformance.merge.command",
     "out-of-range": "gpt2_conformance.merge.out_of_range",
     "constraints": "gpt2_conformance.run.constraints_command",
+    "env": "gpt2_conformance.run.envs",
     "spec": "gpt2_conformance.cli",
     "list": "gpt2_conformance.cli",
 }
@@ -99,8 +101,11 @@ def run(args) -> int:
             continue
         lacking, missing = registry.missing_framework(name), registry.adapter_missing(name)
         install = registry.install_command(found)
+        unbuilt = registry.unbuilt_environment(name)
         state = (
-            f"not installed: {lacking} missing ({install})"
+            f"not installed: {unbuilt}"
+            if unbuilt
+            else f"not installed: {lacking} missing ({install})"
             if lacking
             else f"broken: {missing}"
             if missing

@@ -267,9 +267,24 @@ def _claiming(name: str, factory):
 
 
 def missing_framework(name: str) -> str | None:
-    """The first module a built-in backend needs that this environment lacks, else None."""
+    """The first module a built-in backend needs that this environment lacks, else None. A backend
+    that runs in an environment of its own needs none here (unbuilt_environment says whether that
+    one is ready)."""
     found = builtin().get(name)
+    if found is not None and found.environment is not None:
+        return None
     return next((m for m in (found.requires if found else ()) if importlib.util.find_spec(m) is None), None)
+
+
+def unbuilt_environment(name: str) -> str | None:
+    """For a backend that runs in an environment of its own (its entry's `environment`), one line
+    naming the command that builds it while it is missing or out of date; else None."""
+    found = builtin().get(name)
+    if found is None or found.environment is None:
+        return None
+    from gpt2_conformance.api import environment
+
+    return environment.state(found)[1]
 
 
 def requires(name: str, adapter_spec: str | None = None) -> list[str]:

@@ -26,6 +26,23 @@ class BenchMode:
 
 
 @dataclass(frozen=True)
+class Environment:
+    """A backend whose frameworks cannot share an environment with the others' (PaddleNLP pins
+    huggingface_hub < 0.26, which transformers 5 cannot hold) runs its suite's child processes in
+    a virtual environment of its own: `gpt2-conformance env NAME` builds it from these pins
+    (gpt2_conformance.run.envs), with this suite installed into it from where it is installed now."""
+
+    requirements: tuple[str, ...]  # pip requirement strings, each pinned (name==version)
+
+    def __post_init__(self):
+        if isinstance(self.requirements, str) or not self.requirements:
+            raise ValueError(f"an Environment's requirements are a non-empty tuple of pins, got {self.requirements!r}")
+        unpinned = [r for r in self.requirements if "==" not in r]
+        if unpinned:
+            raise ValueError(f"an Environment's requirements must each be pinned (name==version): {unpinned}")
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str  # what users type: `--backend NAME`
     adapter: str  # "module:factory", the module relative to the backend's folder
@@ -44,6 +61,8 @@ class Backend:
     # does not set them; CACHE in a value stands for this user's private folder for the backend
     # (machine.private_cache_folder; a variable naming it is left out where there is none)
     child_env: dict[str, str] = field(default_factory=dict)
+    # an environment of its own for its suite's children (frameworks that conflict with the others')
+    environment: Environment | None = None
     package: str = ""  # the folder as a module name; filled in by the registry
 
     def __post_init__(self):

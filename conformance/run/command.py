@@ -331,8 +331,11 @@ def _run_all(args) -> int:
     log_dir = _log_dir(args)
     todo, missing = [], {}
     for name in registry.available():
-        lacking = registry.missing_framework(name)
-        if lacking:
+        lacking, unbuilt = registry.missing_framework(name), registry.unbuilt_environment(name)
+        if unbuilt:
+            missing[name] = "its environment"
+            print(f"gpt2-conformance: {unbuilt}")
+        elif lacking:
             missing[name] = lacking
             print(f"gpt2-conformance: backend {name}: not installed ({lacking} is not importable)")
         else:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from gpt2_conformance import registry, spec
 from gpt2_conformance import results as res
 from gpt2_conformance.api import machine
+from gpt2_conformance.run import envs, memory
 from gpt2_conformance.run import events as events_file
-from gpt2_conformance.run import memory
 from gpt2_conformance.run.parity import not_computed
 from gpt2_conformance.runtime.hooks import InjectedFactory, outcome_of
 
@@ -155,6 +155,14 @@ def _providers() -> dict[str, list[str]]:
     return providers
 
 
+def _own_versions(name: str) -> dict[str, str]:
+    """The versions a backend with an environment of its own runs on: its pins' distributions,
+    this suite's and numpy's, as installed in that environment."""
+    entry = registry.builtin()[name]
+    dists = ["gpt2-conformance", "numpy", *envs.requirement_names(entry)]
+    return dict(sorted(envs.versions(envs.child_python(name), dists).items()))
+
+
 def _device_name(device: str) -> str:
     """The CPU model or the GPU's name (nvidia-smi), "?" where neither can be read."""
     if device == "gpu":
@@ -260,12 +268,18 @@ def run_backend(
         # read while the children run (the installed metadata, the CPU's name): a fifth of a second
         # of a numpy verdict when it was read after the last child had finished
         machine_facts = pool.submit(environment, checkpoint, device, registry.requires(name, adapter_spec))
+        # a backend with an environment of its own: its children run on that one's python, and the
+        # versions are that environment's (gpt2_conformance.run.envs)
+        python = sys.executable if adapter_spec else envs.child_python(name)
+        own_versions = pool.submit(_own_versions, name) if python != sys.executable else None
         # the parity fingerprint: computed by whichever shard finishes its tests first
         claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
         args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
         try:
             passes = list(
-                pool.map(lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars), args)
+                pool.map(
+                    lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars, python), args
+                )
             )
         except KeyboardInterrupt:
             STOPPING.set()
@@ -288,6 +302,9 @@ def run_backend(
         error,
         created=_now(),
     )
+    if own_versions is not None:
+        result.environment["versions"] = own_versions.result()
+        result.environment["python_environment"] = os.path.dirname(os.path.dirname(python))
     described = next((s["implementation"] for s in sessions if s.get("implementation")), None)
     if described:
         result.environment["implementation"] = described
@@ -311,12 +328,13 @@ def _passes(
     echo: bool,
     log_lock: threading.Lock,
     child_vars: dict | None = None,
+    python: str | None = None,
 ) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
     the rest (a crash a forking child survived, run/forking.py, arrives here as that FAIL).
     `child_vars`: thread-pool sizes and the backend's own variables for the children, where the
-    environment sets none."""
+    environment sets none. `python`: the children's interpreter (default this one)."""
     env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     for name, value in (child_vars or {}).items():
         env.setdefault(name, value)
@@ -331,7 +349,7 @@ def _passes(
             events = os.path.join(tmp, f"events-{attempt}.jsonl")
             deselect = [a for nodeid in out.outcomes for a in ("--deselect", nodeid)]
             cmd = [
-                sys.executable,
+                python or sys.executable,
                 "-m",
                 "pytest",
                 *base,

@@ -166,9 +166,9 @@ def run(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     status = 0
     for name in args.names:
-        lacking = missing(name)
-        if lacking:
-            print(f"{name}: skipped, {lacking} is not importable", file=sys.stderr)
+        lacking, unbuilt = missing(name), registry.unbuilt_environment(name)
+        if lacking or unbuilt:
+            print(f"{name}: skipped, {unbuilt or f'{lacking} is not importable'}", file=sys.stderr)
             status = 1
             continue
         result, waiver_list, implementation = judge(name, reproductions=True)

@@ -105,6 +105,9 @@ def backend(name: str, opts: Options) -> None:
             f"{opts.backend} {name!r}: unknown backend; available: {', '.join(registry.available())} "
             f"(or {opts.adapter} package.module:factory)"
         )
+    unbuilt = registry.unbuilt_environment(name)
+    if unbuilt:
+        raise InputError(unbuilt)
     lacking = registry.missing_framework(name)
     if lacking:
         found = registry.entry(name)

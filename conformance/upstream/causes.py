@@ -173,11 +173,14 @@ def environment() -> dict:
     return env
 
 
-def run_one(cause: Cause, path: str, timeout: float = TIMEOUT_S, env: dict | None = None) -> Outcome:
-    """Run the written script `path` in a fresh interpreter; its status from the exit code."""
+def run_one(
+    cause: Cause, path: str, timeout: float = TIMEOUT_S, env: dict | None = None, python: str | None = None
+) -> Outcome:
+    """Run the written script `path` in a fresh interpreter (`python`, default this one: a backend
+    with an environment of its own runs its scripts on that one's); its status from the exit code."""
     try:
         done = subprocess.run(
-            [sys.executable, path],
+            [python or sys.executable, path],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -206,11 +209,15 @@ def _text(data) -> str:
 
 
 def run_all(
-    items: list[tuple[Cause, str]], jobs: int = 2, timeout: float = TIMEOUT_S, env: dict | None = None
+    items: list[tuple[Cause, str]],
+    jobs: int = 2,
+    timeout: float = TIMEOUT_S,
+    env: dict | None = None,
+    python: str | None = None,
 ) -> list[Outcome]:
     """run_one for each (cause, written script), `jobs` at a time; results in the same order."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda item: run_one(item[0], item[1], timeout, env), items))
+        return list(pool.map(lambda item: run_one(item[0], item[1], timeout, env, python), items))
 
 
 def write_scripts(causes: Causes, folder: str) -> list[tuple[Cause, str]]:
@@ -247,7 +254,9 @@ def reproduce(name: str, jobs: int = 2, env: dict | None = None) -> list[Outcome
     import tempfile
 
     causes = for_backend(name)
-    if causes is None or registry.missing_framework(name):
+    if causes is None or registry.missing_framework(name) or registry.unbuilt_environment(name):
         return []
+    from gpt2_conformance.run import envs
+
     with tempfile.TemporaryDirectory(prefix="gpt2c-upstream-") as tmp:
-        return run_all(write_scripts(causes, tmp), jobs, env=env)
+        return run_all(write_scripts(causes, tmp), jobs, env=env, python=envs.child_python(name))

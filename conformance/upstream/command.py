@@ -108,11 +108,14 @@ def run(args) -> int:
 def write_backend(causes: cz.Causes, out_dir: str, jobs: int, timeout: float) -> int:
     folder = os.path.join(out_dir, _slug(causes.name))
     items = cz.write_scripts(causes, folder)
-    lacking = registry.missing_framework(causes.name)
-    if lacking:
-        outcomes = [cz.Outcome(c, cz.NOT_RUN, note=f"{lacking} is not installed") for c, _ in items]
+    lacking, unbuilt = registry.missing_framework(causes.name), registry.unbuilt_environment(causes.name)
+    if lacking or unbuilt:
+        note = unbuilt or f"{lacking} is not installed"
+        outcomes = [cz.Outcome(c, cz.NOT_RUN, note=note) for c, _ in items]
     else:
-        outcomes = cz.run_all(items, jobs, timeout)
+        from gpt2_conformance.run import envs
+
+        outcomes = cz.run_all(items, jobs, timeout, python=envs.child_python(causes.name))
     fixed = cz.fixed_clauses(outcomes)
     for outcome in outcomes:
         with open(os.path.join(folder, f"{outcome.cause.id}.md"), "w", encoding="utf-8") as f:

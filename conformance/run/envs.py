@@ -1,0 +1,128 @@
+"""`gpt2-conformance env NAME`: builds the virtual environment of a backend whose frameworks cannot
+share one with the others' (its registry entry's `environment`, gpt2_conformance.api.backend.Environment;
+where it lives and when it is ready: gpt2_conformance.api.environment).
+
+The suite's child processes already separate the judge from the judged (run/runner.py): the
+parent reads the entries, schedules, waives and reports; only the children import the framework.
+So such a backend's children run on its environment's python, the parent stays where it is, and
+its report merges with the others as every report does.
+
+One pip call installs the entry's pins with this suite itself, from where it is installed now (an
+editable checkout stays editable, so the children run this checkout's suite and adapters), so the
+resolver sees both at once; pip's own cache is re-used. A second call with the same recipe does
+nothing and says it is up to date; one with another (a pin changed) installs into the same venv again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import asdict
+
+from gpt2_conformance import registry
+from gpt2_conformance import results as res
+from gpt2_conformance.api.backend import Backend
+from gpt2_conformance.api.environment import (
+    ROOT_VARIABLE,
+    STAMP,
+    Recipe,
+    folder,
+    python_of,
+    recipe,
+    stamped,
+)
+from gpt2_conformance.api.environment import (
+    state as state_of,
+)
+
+__all__ = ["ROOT_VARIABLE", "STAMP", "build", "child_python", "commands", "folder", "python_of", "recipe", "unbuilt"]
+
+
+def unbuilt(name: str) -> str | None:
+    """Why `name` cannot run yet (its environment is missing or out of date), else None."""
+    entry = registry.builtin().get(name)
+    return None if entry is None else state_of(entry)[1]
+
+
+def child_python(name: str) -> str:
+    """The interpreter of `name`'s suite children."""
+    entry = registry.builtin().get(name)
+    return sys.executable if entry is None else state_of(entry)[0]
+
+
+def commands(path: str, wanted: Recipe, venv_exists: bool) -> list[list[str]]:
+    """The command lines that build (or bring up to date) the environment at `path`."""
+    python = python_of(path)
+    out = [] if venv_exists else [[sys.executable, "-m", "venv", path]]
+    out.append([python, "-m", "pip", "install", "--disable-pip-version-check", *wanted.suite, *wanted.requirements])
+    return out
+
+
+def versions(python: str, dists: list[str]) -> dict[str, str]:
+    """distribution -> version installed in the environment of `python` (its metadata, nothing imported)."""
+    script = (
+        "import json, sys\nfrom importlib import metadata\nout = {}\nfor d in sys.argv[1:]:\n"
+        "    try:\n        out[d] = metadata.version(d)\n    except metadata.PackageNotFoundError:\n        pass\n"
+        "print(json.dumps(out))"
+    )
+    try:
+        done = subprocess.run([python, "-c", script, *dists], capture_output=True, text=True, timeout=60)
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+
+
+def requirement_names(entry: Backend) -> list[str]:
+    """The distributions an environment's pins name."""
+    assert entry.environment is not None
+    return [r.split("==")[0].split("[")[0].strip() for r in entry.environment.requirements]
+
+
+def build(name: str, dry_run: bool = False, out=print) -> int:
+    """Build or update `name`'s environment (or, dry_run, print what would run); an exit code."""
+    entry = registry.builtin().get(name)
+    if entry is None:
+        _error(f"unknown backend {name!r}; available: {', '.join(registry.available())}")
+        return res.EXIT_USAGE
+    if entry.environment is None:
+        with_own = [n for n, e in registry.builtin().items() if e.environment is not None]
+        _error(
+            f"backend {name!r} runs in this environment, not one of its own "
+            f"(those that do: {', '.join(with_own) or 'none'})"
+        )
+        return res.EXIT_USAGE
+    path, wanted = folder(name), recipe(entry)
+    if stamped(path) == wanted and os.path.exists(python_of(path)):
+        out(f"{name}: environment {path} is up to date (nothing to do)")
+        return 0
+    for cmd in commands(path, wanted, os.path.exists(python_of(path))):
+        out(("would run: " if dry_run else "running: ") + shlex.join(cmd))
+        if dry_run:
+            continue
+        done = subprocess.run(cmd)
+        if done.returncode != 0:
+            _error(f"{name}: `{shlex.join(cmd)}` exited with {done.returncode}")
+            return res.EXIT_FAIL
+    if dry_run:
+        return 0
+    with open(os.path.join(path, STAMP), "w", encoding="utf-8") as f:
+        json.dump(asdict(wanted), f, indent=1)
+    out(f"{name}: environment {path} built; `gpt2-conformance run --backend {name}` runs its suite there")
+    return 0
+
+
+def _error(message: str) -> None:
+    print(f"gpt2-conformance env: error: {message}", file=sys.stderr)
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("env", help="build the environment of a backend that runs in one of its own")
+    parser.add_argument("name", help="the backend (its registry entry declares the environment)")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+
+
+def run(args) -> int:
+    return build(args.name, args.dry_run)

@@ -1,0 +1,203 @@
+"""`gpt2-conformance env NAME` and running a backend in an environment of its own
+(gpt2_conformance.run.envs): the entry -> pip command lines, the one-line refusal while the
+environment is missing or out of date, idempotence. Nothing is installed here: the commands are
+recorded, not run (the slow test at the end builds the real one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpt2_conformance import cli, registry
+from gpt2_conformance.api import environment
+from gpt2_conformance.api.backend import JUDGED, Backend, Environment
+from gpt2_conformance.run import envs
+
+PINS = ("somepkg==1.2.3", "otherpkg[extra]==4.5")
+
+
+def _entry(name: str = "fake-own-env", requirements=PINS) -> Backend:
+    found = Backend(
+        name=name,
+        adapter="adapter:make_adapter",
+        requires=("somepkg",),
+        kind=JUDGED,
+        extra="",
+        environment=Environment(requirements=requirements),
+    )
+    object.__setattr__(found, "package", "gpt2_conformance.backends.thirdparty.hf_transformers")
+    return found
+
+
+@pytest.fixture
+def own_env(monkeypatch, tmp_path):
+    """A registry with one more entry, which runs in an environment of its own, under tmp_path."""
+    real = dict(registry.builtin())
+    entry = _entry()
+    monkeypatch.setattr(registry, "builtin", lambda: {**real, entry.name: entry})
+    monkeypatch.setenv(envs.ROOT_VARIABLE, str(tmp_path / "envs"))
+    return entry
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """subprocess.run in envs records the command lines (and makes the venv's python, as venv would)."""
+    calls: list[list[str]] = []
+
+    def fake_run(cmd, *args, **kwargs):
+        calls.append(list(cmd))
+        if cmd[1:3] == ["-m", "venv"]:
+            python = envs.python_of(cmd[3])
+            os.makedirs(os.path.dirname(python), exist_ok=True)
+            open(python, "w").close()
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(envs.subprocess, "run", fake_run)
+    return calls
+
+
+def test_environment_pins_are_checked():
+    with pytest.raises(ValueError, match="pinned"):
+        Environment(requirements=("paddlepaddle>=3",))
+    with pytest.raises(ValueError, match="non-empty tuple"):
+        Environment(requirements="paddlepaddle==3.3.1")  # type: ignore[arg-type]  # a str, the error under test
+    with pytest.raises(ValueError, match="non-empty tuple"):
+        Environment(requirements=())
+
+
+def test_commands_from_the_entry(own_env, tmp_path):
+    wanted = envs.recipe(own_env)
+    path = str(tmp_path / "envs" / own_env.name)
+    fresh = envs.commands(path, wanted, venv_exists=False)
+    assert fresh[0] == [sys.executable, "-m", "venv", path]
+    install = fresh[1]
+    assert install[:4] == [envs.python_of(path), "-m", "pip", "install"]
+    # the suite as it is installed now, and every pin, in ONE pip call (one resolution)
+    assert install[-len(PINS) :] == list(PINS)
+    assert tuple(install[-len(PINS) - len(wanted.suite) : -len(PINS)]) == wanted.suite
+    # an existing venv: only the install
+    assert envs.commands(path, wanted, venv_exists=True) == [install]
+
+
+def test_suite_source_is_how_it_is_installed_now():
+    source = environment.suite_source()
+    assert source, "no way to install the suite into another environment"
+    if source[0] == "-e":  # an editable checkout (this repository's own .venv): that checkout
+        assert os.path.isfile(os.path.join(source[1], "pyproject.toml"))
+    else:
+        assert source[0].startswith("gpt2-conformance==") or os.path.exists(source[0])
+
+
+def test_missing_environment_is_one_line_naming_the_command(own_env, capsys):
+    why = registry.unbuilt_environment(own_env.name)
+    assert why is not None and "\n" not in why
+    assert why.endswith(f"gpt2-conformance env {own_env.name}")
+    # its framework is not looked for here: it is the environment's
+    assert registry.missing_framework(own_env.name) is None
+    assert cli.main(["run", "--backend", own_env.name]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(f"gpt2-conformance env {own_env.name}"), err
+
+
+def test_other_backends_have_no_environment(own_env):
+    assert registry.unbuilt_environment("numpy") is None
+    assert envs.child_python("numpy") == sys.executable
+
+
+def test_build_then_up_to_date(own_env, recorded, capsys):
+    assert envs.build(own_env.name) == 0
+    assert [c[1:3] for c in recorded] == [["-m", "venv"], ["-m", "pip"]]
+    first = capsys.readouterr().out
+    assert "built" in first
+    assert registry.unbuilt_environment(own_env.name) is None
+    assert envs.child_python(own_env.name) == envs.python_of(envs.folder(own_env.name))
+    # the second call: nothing run, and it says so
+    recorded.clear()
+    assert envs.build(own_env.name) == 0
+    assert recorded == []
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_changed_pins_make_it_stale_and_rebuild_in_place(own_env, recorded, monkeypatch, capsys):
+    assert envs.build(own_env.name) == 0
+    changed = _entry(requirements=("somepkg==1.2.4",))
+    real = dict(registry.builtin())
+    monkeypatch.setattr(registry, "builtin", lambda: {**real, changed.name: changed})
+    why = registry.unbuilt_environment(changed.name)
+    assert why is not None and "other pins" in why and why.endswith(f"gpt2-conformance env {changed.name}")
+    recorded.clear()
+    assert envs.build(changed.name) == 0
+    assert [c[1:3] for c in recorded] == [["-m", "pip"]]  # the venv is kept, pip brings it to the new pins
+    assert recorded[0][-1] == "somepkg==1.2.4"
+    with open(os.path.join(envs.folder(changed.name), envs.STAMP), encoding="utf-8") as f:
+        assert json.load(f)["requirements"] == ["somepkg==1.2.4"]
+
+
+def test_failed_install_leaves_no_stamp(own_env, monkeypatch, capsys):
+    monkeypatch.setattr(envs.subprocess, "run", lambda cmd, *a, **k: subprocess.CompletedProcess(cmd, 1))
+    assert envs.build(own_env.name) == 1
+    assert "exited with 1" in capsys.readouterr().err
+    assert registry.unbuilt_environment(own_env.name) is not None
+
+
+def test_dry_run_runs_nothing(own_env, recorded, capsys):
+    assert envs.build(own_env.name, dry_run=True) == 0
+    assert recorded == []
+    out = capsys.readouterr().out
+    assert "would run:" in out and "somepkg==1.2.3" in out
+    assert registry.unbuilt_environment(own_env.name) is not None
+
+
+def test_env_refuses_unknown_and_ordinary_backends(own_env, capsys):
+    assert cli.main(["env", "no-such-backend"]) == 2
+    assert "unknown backend 'no-such-backend'" in capsys.readouterr().err
+    assert cli.main(["env", "numpy"]) == 2
+    err = capsys.readouterr().err
+    assert "runs in this environment" in err and own_env.name in err
+
+
+def test_run_all_skips_an_unbuilt_environment_saying_so(own_env, monkeypatch, capsys):
+    from gpt2_conformance.run import command
+
+    judged: list[str] = []
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
+    monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
+    monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
+    cli.main(["run", "--backend", "all", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert judged == ["numpy"]
+    assert f"gpt2-conformance env {own_env.name}" in out
+
+
+def _fake_result(name: str):
+    from gpt2_conformance import results as res
+    from gpt2_conformance import spec
+    from gpt2_conformance.run import parity
+
+    result = res.SuiteResult(name, "cpu", spec.SPEC_VERSION, res.aggregate([]), 0.0)
+    result.log_path, result.parity = os.devnull, parity.not_computed("not run: a stand-in result")
+    return result
+
+
+@pytest.mark.slow
+def test_real_paddle_environment_builds_and_runs(tmp_path):
+    """Builds paddlenlp-gpt's environment where the package index answers, and runs its suite there."""
+    import urllib.request
+
+    if "paddlenlp-gpt" not in registry.builtin():
+        pytest.skip("no paddlenlp-gpt entry in this registry")
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/paddlepaddle/", timeout=10).close()
+    except OSError as exc:
+        pytest.skip(f"the package index cannot be reached ({exc}): the environment cannot be built here")
+    exe = [sys.executable, "-m", "gpt2_conformance.cli"]
+    built = subprocess.run([*exe, "env", "paddlenlp-gpt"], capture_output=True, text=True, timeout=1800)
+    assert built.returncode == 0, built.stdout + built.stderr
+    again = subprocess.run([*exe, "env", "paddlenlp-gpt"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "up to date" in again.stdout
+    done = subprocess.run([*exe, "run", "--backend", "paddlenlp-gpt"], capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
