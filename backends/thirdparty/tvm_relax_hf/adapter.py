@@ -57,6 +57,7 @@ from tvm import relax
 
 from gpt2_conformance.api import gpt2, machine
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 
 DTYPES = {"float32": np.float32}
 CACHE_ENV = "GPT2C_TVM_CACHE"
@@ -141,7 +142,7 @@ def _compile(n_embd: int, dtype_name: str):
 
 def build(n_embd: int, dtype: str) -> tuple[relax.VirtualMachine, list[str], int]:
     """The Relax VM of the compiled graph for (n_embd, dtype), its table parameters' torch names
-    (wte's first), and n_head; compiled once and then loaded from the cache folder."""
+    (in the function's order), and n_head; compiled once and then loaded from the cache folder."""
     folder = _cache_folder()
     key = _key(n_embd, dtype)
     library = os.path.join(folder, key + ".so") if folder else ""
@@ -197,6 +198,7 @@ class TvmRelaxHFAdapter(Adapter):
         self._wpe = tvm.runtime.tensor(np.ascontiguousarray(wpe, self.np_dtype))
 
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         self._set_tables(np.array(wte, self.np_dtype), np.array(wpe, self.np_dtype))
 
     def tables(self):
@@ -235,7 +237,8 @@ class TvmRelaxHFAdapter(Adapter):
         # fractional sizes, as the ONNX backends' caches do); tvm.runtime.empty alone reads 2.5 as 2
         shape = np.zeros((batch, self.n_head, past_length, 0), np.int8).shape[:3] + (self.head_dim,)
         cache = tvm.runtime.empty(shape, self.config.dtype)
-        out = self.vm["main"](tvm.runtime.tensor(ids), cache, cache, tvm.runtime.tensor(h_final), self._wte, self._wpe)
+        tables = [self._wte if "lm_head" in name else self._wpe for name in self.table_names]  # the function's order
+        out = self.vm["main"](tvm.runtime.tensor(ids), cache, cache, tvm.runtime.tensor(h_final), *tables)
         return out
 
     def embed(self, ids, past_length=0):
