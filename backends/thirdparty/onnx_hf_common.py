@@ -30,6 +30,7 @@ from importlib.metadata import version
 import numpy as np
 
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig
+from gpt2_conformance.api.validation import check_tables
 from gpt2_conformance.backends.thirdparty.onnxruntime_hf import export
 
 # model dtype -> the numpy dtype its arrays are held in
@@ -123,6 +124,7 @@ class OnnxHFExportAdapter(Adapter):
         self._wte, self._wpe = wte, wpe
 
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         dtype = self.config.dtype
         self._set_tables(to_model_dtype(wte, dtype).copy(), to_model_dtype(wpe, dtype).copy())
 

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from gpt2_conformance.api.adapter import Adapter
+from gpt2_conformance.api.validation import check_tables
 from gpt2_conformance.backends.torch.adapter import from_numpy  # the same numpy -> torch bridge as ours
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -54,6 +55,7 @@ class TorchBlackBoxAdapter(Adapter):
     # -- tables -------------------------------------------------------------------
     @torch.no_grad()
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         wte_param, wpe_param = self._table_parameters()
         wte_param.copy_(from_numpy(wte))
         wpe_param.copy_(from_numpy(wpe))

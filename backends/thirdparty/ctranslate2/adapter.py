@@ -44,6 +44,7 @@ import numpy as np
 
 from gpt2_conformance.api import gpt2, machine
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 from gpt2_conformance.backends.thirdparty.ctranslate2 import model
 
 
@@ -87,6 +88,7 @@ class CTranslate2Adapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         self._free()
         wte, wpe = np.array(wte, np.float32), np.array(wpe, np.float32)
         embedding = tempfile.mkdtemp(prefix="gpt2c-ct2-")

@@ -72,6 +72,7 @@ from executorch.runtime import Method, Runtime
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, from_numpy, to_numpy
 
 CACHE_ENV = "GPT2C_EXECUTORCH_CACHE"  # set by the registry entry's child_env (the backend's cache folder)
@@ -241,6 +242,7 @@ class ExecuTorchHFAdapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         # rounded as model.to(dtype) rounds; a copy (clone), since the suite reuses its arrays
         self._wte, self._wpe = (from_numpy(np.asarray(t)).to(self.dtype).clone() for t in (wte, wpe))
 

@@ -72,6 +72,7 @@ import numpy as np
 
 from gpt2_conformance.api import gpt2, machine
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 from gpt2_conformance.backends.thirdparty.onnx_hf_common import to_model_dtype
 
 DTYPES = {"float32": np.float32, "float16": np.float16}
@@ -321,6 +322,7 @@ class IreeHFAdapter(Adapter):
         return self._device_tables
 
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         dtype = self.config.dtype
         self._set_tables(to_model_dtype(wte, dtype).copy(), to_model_dtype(wpe, dtype).copy())
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}
 _DTYPES = ("float32", "float16", "bfloat16")  # GPT2Backbone(dtype=...): Keras dtype policies
@@ -136,6 +137,7 @@ class KerasHubGPT2Adapter(Adapter):
         return self.backbone.position_embedding.position_embeddings
 
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         if self._backbone is None:  # both tables are replaced below: no draws to throw away
             self._backbone = self._build(zero_tables=True)
         self._wte.assign(np.array(wte))

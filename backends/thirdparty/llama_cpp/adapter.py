@@ -63,6 +63,7 @@ import numpy as np
 
 from gpt2_conformance.api import gpt2, machine
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 from gpt2_conformance.backends.thirdparty.llama_cpp import gguf_model
 
 H_TENSOR = "inpL"  # llama.cpp's name for tok + pos embedding in its GPT-2 graph (gpt2.cpp)
@@ -173,6 +174,7 @@ class LlamaCppAdapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         self._free()
         wte, wpe = np.array(wte, np.float32), np.array(wpe, np.float32)
         folder = tempfile.mkdtemp(prefix="gpt2c-llama-")

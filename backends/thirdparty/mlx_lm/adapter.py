@@ -41,6 +41,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 
 MLX_DTYPES = {"float32": mx.float32, "float16": mx.float16, "bfloat16": mx.bfloat16}
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
@@ -127,6 +128,7 @@ class MlxLmAdapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         self.model.model.wte.weight = from_numpy(wte).astype(self.dtype)
         self.model.model.wpe.weight = from_numpy(wpe).astype(self.dtype)
         mx.eval(self.model.model.wte.weight, self.model.model.wpe.weight)  # own the copy now

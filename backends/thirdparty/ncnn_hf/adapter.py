@@ -70,6 +70,7 @@ import numpy as np
 
 from gpt2_conformance.api import gpt2, machine
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 
 CACHE_VARIABLE = "GPT2C_NCNN_CACHE"  # the backend's child_env names its private cache folder
 CACHE_NAME = "ncnn-pnnx"  # machine.private_cache_folder's name where the variable is not set
@@ -331,6 +332,7 @@ class NcnnHFAdapter(Adapter):
         self.net, self._wte, self._wpe = net, wte, wpe
 
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         self._set_tables(np.array(wte, np.float32, order="C"), np.array(wpe, np.float32, order="C"))
 
     def tables(self):

@@ -63,6 +63,7 @@ from gpt_2_simple.src import model as openai_model
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.validation import check_tables
 
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 _N_LAYER = 1
@@ -231,6 +232,7 @@ class OpenAIGPT2TF1Adapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         g = self.g
         _run(self.session, [g.rest_init, g.load], {g.wte_in: wte, g.wpe_in: wpe})
 

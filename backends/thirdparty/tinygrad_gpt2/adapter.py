@@ -70,6 +70,7 @@ from tinygrad import Tensor, dtypes  # noqa: E402  (CC first, above)
 from tinygrad.helpers import DEV, EMULATED_DTYPES  # noqa: E402
 
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities  # noqa: E402
+from gpt2_conformance.api.validation import check_tables  # noqa: E402
 from gpt2_conformance.backends.thirdparty.tinygrad_gpt2.model import GPT2Embedding  # noqa: E402
 
 DEVICE = "CPU"
@@ -132,6 +133,7 @@ class TinygradGPT2Adapter(Adapter):
 
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
         # the arrays as they are (their shapes judged by tinygrad's load_state_dict), rounded to the
         # adapter's dtype as the example's FP16 load casts its weights
         self.model.load(from_numpy(wte), from_numpy(wpe))
