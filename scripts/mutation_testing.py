@@ -134,7 +134,8 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
         ADAPTER,
         "slice(i * seq // n, (i + 1) * seq // n)",
         r"\(i \+ 2\) \* seq // n|\(i \+ 1\) \* seq [-+^] n|i // seq // n|i >> seq // n|i \* seq % n|"
-        r"i \* seq >> n|i & seq // n|\(i \+ 1\) << seq // n",
+        r"i \* seq >> n|i & seq // n|\(i \+ 1\) << seq // n|\(i \+ 1\) \* seq (\||<<|\*|\*\*) n|i \* seq & n|"
+        r"i % seq // n|i \*\* seq // n",
         "equivalent",
         "the split of one sequence (B = 1, reached by LOOKUP-EXACT's case at d = 1600) into pieces that "
         "overlap and still cover every position (a piece that ends past T or starts at 0; with the two "
@@ -153,12 +154,14 @@ EXPLAINED: tuple[tuple[str, str, str | None, str, str], ...] = (
         ADAPTER,
         "slice(i * batch // n, (i + 1) * batch // n)",
         r"i \* batch % n|\(i \+ 1\) \+ batch // n|i >> batch // n|\(i \+ 1\) \* batch (\*|\+|<<) n|"
-        r"i \* batch >> n|i \*\* batch // n",
+        r"i \* batch >> n|i \*\* batch // n|\(i \+ 2\) \* batch // n|\(i \+ 1\) \* batch (\||\*\*) n|i // batch // n|"
+        r"\(i \+ 1\) << batch // n|i % batch // n",
         "equivalent",
         "two pieces overlap (share a row at B = 2 or 3) and every row is still covered: each piece writes "
         "the finished sum of the same two values into its slice of h once (np.add(..., out=)), so a row "
         "both write gets the same bits whichever writes last (before spec 1.5 the reference gathered, "
-        "then added in place, and such an overlap was a data race)",
+        "then added in place, and such an overlap was a data race); some cover every row only with the two "
+        "threads of these machines (n = 2): with more, a row left unwritten fails LOOKUP-EXACT",
     ),
     (
         ADAPTER,
