@@ -19,7 +19,9 @@ What is observed, and how (Capabilities.black_box):
 - the cache offset: past_key/past_value of length past_length; the graph reads only their shape
   (Shape -> arange -> add -> take(wpe)). They are allocated with `tvm.runtime.empty`, never
   filled, so a long cache costs address space, not memory.
-- logits: the graph's second output, `lm_head(h_final)` = matmul(h_final, permute(wte)).
+- logits: the graph's second output, `lm_head(h_final)` = matmul(h_final, permute(wte)), fused by
+  TVM's FuseTransposeMatmul into one kernel that reads wte in place (unfused, every call, embed's
+  included, copied wte's transpose first).
 - the tables: the tie is one function parameter (torch.export names it lm_head.weight) read by
   the token gather and by the head; it and wpe stay parameters of the compiled function
   (keep_params_as_input), every other weight is bound as a constant and eliminated with the
@@ -131,6 +133,10 @@ def _compile(n_embd: int, dtype_name: str):
     bound = {n: value for n, value in zip(names, params["main"], strict=True) if n not in tables}
     ir = relax.transform.BindParams("main", bound)(ir)
     ir = relax.transform.DeadCodeElimination()(ir)
+    # the head is matmul(h_final, permute_dims(wte)); compiled as written, every call (embed's
+    # included, its h_final empty) materialises wte's 50257 x d transpose first, a cost per call
+    # that no input shrinks. TVM's own pass fuses the two into one kernel reading wte in place.
+    ir = relax.transform.FuseTransposeMatmul()(ir)
     kept = [str(v.name) for v in ir["main"].params][INPUTS:]
     if kept != tables or len(kept) != 2:
         raise RuntimeError(f"tvm-relax-hf: the compiled function's tables are {kept}, expected {tables}")
