@@ -46,7 +46,8 @@ def judge(
     examples as first drawn (run --no-shrink), the same verdicts sooner; a waived clause's are first
     drawn either way."""
     entry = registry.builtin()[name]
-    factory = registry.resolve(name)
+    # a backend with an environment of its own imports its framework only there (its children)
+    factory = registry.resolve(name) if entry.environment is None else None
     path = entry.waivers_path()
     if path is None:
         raise ValueError(f"backend {name!r}: a judged implementation names its waiver file (Backend.waivers)")
@@ -60,7 +61,10 @@ def judge(
     )
     fixed = causes.fixed_clauses(causes.reproduce(name, jobs=cores())) if reproductions else {}
     waivers.apply(result, waiver_list, fixed)
-    return result, waiver_list, factory.implementation()
+    if factory is not None:
+        return result, waiver_list, factory.implementation()
+    # as its children described it (the suite's result records the adapter's implementation())
+    return result, waiver_list, str(result.environment.get("implementation", ""))
 
 
 def _cell(text: str, limit: int = 0, table: bool = False) -> str:
