@@ -51,6 +51,19 @@ def build_command(name: str) -> str:
     return f"gpt2-conformance env {name}"
 
 
+def installed():
+    """The suite's distribution as pip installed it (the one with an INSTALLER record), not the
+    egg-info an editable install's build leaves in the checkout, which sys.path finds first when
+    the current directory is the checkout (its requirements are the working tree's, not what is
+    installed). Raises PackageNotFoundError where the suite is not installed."""
+    from importlib import metadata
+
+    found = list(metadata.distributions(name=DISTRIBUTION))
+    if not found:
+        raise metadata.PackageNotFoundError(DISTRIBUTION)
+    return next((d for d in found if d.read_text("INSTALLER") is not None), found[0])
+
+
 def suite_source() -> tuple[str, ...]:
     """How pip installs the suite that runs now into another environment: its editable checkout
     (-e FOLDER), the folder or archive it was installed from (PEP 610 direct_url.json), else the
@@ -58,7 +71,7 @@ def suite_source() -> tuple[str, ...]:
     from importlib import metadata
 
     try:
-        dist = metadata.distribution(DISTRIBUTION)
+        dist = installed()
     except metadata.PackageNotFoundError:  # run from a checkout never installed: this checkout, editable
         return ("-e", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     raw = dist.read_text("direct_url.json")
@@ -76,7 +89,7 @@ def recipe(entry: Backend) -> Recipe:
     if entry.environment is None:
         raise ValueError(f"backend {entry.name!r} runs in this environment: it declares no environment of its own")
     try:
-        deps = tuple(metadata.distribution(DISTRIBUTION).requires or ())
+        deps = tuple(installed().requires or ())
     except metadata.PackageNotFoundError:
         deps = ()
     return Recipe(
