@@ -66,6 +66,8 @@ def tox_envs() -> str:
         lines = [f"[testenv:{name}]"]
         if entry.extra:
             lines.append(f"extras = {entry.extra}")
+        if entry.environment is not None:  # its suite runs in an environment of its own, built (or reused) first
+            lines.append(f"commands_pre = gpt2-conformance env {name}")
         lines.append(f"commands = gpt2-conformance run --backend {name} --report-dir {{envtmpdir}}/reports {{posargs}}")
         envs.append("\n".join(lines))
     return "\n\n".join(envs)
