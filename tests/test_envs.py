@@ -201,3 +201,19 @@ def test_real_paddle_environment_builds_and_runs(tmp_path):
     assert again.returncode == 0 and "up to date" in again.stdout
     done = subprocess.run([*exe, "run", "--backend", "paddlenlp-gpt"], capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_recipe_reads_the_installed_suite_not_an_egg_info_in_the_checkout(monkeypatch, tmp_path):
+    """`pip install -e` leaves NAME.egg-info in the checkout; run from there, sys.path finds it before
+    the installed record, with the working tree's requirements: the recipe must not change with it."""
+    from importlib import metadata
+
+    before = environment.recipe(_entry())
+    egg = tmp_path / "gpt2_conformance.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: gpt2-conformance\nVersion: 0.1.0\n")
+    (egg / "requires.txt").write_text("numpy>=1.24\nsomething-new>=1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert metadata.distribution("gpt2-conformance").read_text("INSTALLER") is None  # the egg-info comes first
+    assert environment.installed().read_text("INSTALLER") is not None
+    assert environment.recipe(_entry()) == before
