@@ -15,6 +15,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
+from gpt2_conformance.api.errors import TableShapeError  # noqa: E402
 from gpt2_conformance.backends.thirdparty.executorch_hf import adapter as et  # noqa: E402
 from helpers.loaded_engines import load_random_tables  # noqa: E402
 
@@ -97,11 +98,12 @@ def test_unclaimed_configs_and_calls_are_refused():
         et.ExecuTorchHFAdapter().assign_wte_row(0, np.zeros(gpt2.N_EMBD_SMALL, np.float32))
 
 
-def test_malformed_tables_are_rejected_by_the_runtime_at_the_next_call():
-    """What the BOUNDS-MESSAGE waiver says: load_tables hands the arrays over as program inputs;
-    a wrong shape is the runtime's set_inputs error at the next call, not load_tables'."""
+def test_malformed_tables_are_refused_by_our_load_tables():
+    """The protocol takes float32 [V, d] and [C, d] only: the adapter's check_tables refuses the rest
+    (a wrong shape would otherwise reach the runtime as a program input, a float16 table be rounded)."""
     d = gpt2.N_EMBD_SMALL
     adapter = et.ExecuTorchHFAdapter()
-    adapter.load_tables(np.zeros((gpt2.N_VOCAB, d - 1), np.float32), np.zeros((gpt2.N_CTX, d), np.float32))
-    with pytest.raises(RuntimeError, match="set_inputs"):
-        adapter.embed(np.array([[1]]), 0)
+    with pytest.raises(TableShapeError, match=rf"wte.shape=\(50257, {d - 1}\)"):
+        adapter.load_tables(np.zeros((gpt2.N_VOCAB, d - 1), np.float32), np.zeros((gpt2.N_CTX, d), np.float32))
+    with pytest.raises(TableShapeError, match="wpe.dtype=float16, but should be float32"):
+        adapter.load_tables(np.zeros((gpt2.N_VOCAB, d), np.float32), np.zeros((gpt2.N_CTX, d), np.float16))

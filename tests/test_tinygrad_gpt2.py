@@ -17,6 +17,7 @@ pytest.importorskip("tinygrad", reason="tinygrad is not installed (pip install '
 
 from gpt2_conformance.api import gpt2  # noqa: E402
 from gpt2_conformance.api.adapter import AdapterConfig  # noqa: E402
+from gpt2_conformance.api.errors import TableShapeError  # noqa: E402
 from gpt2_conformance.backends.thirdparty.tinygrad_gpt2 import adapter as tg_adapter  # noqa: E402
 from gpt2_conformance.backends.thirdparty.tinygrad_gpt2.adapter import TinygradGPT2Adapter, _offset  # noqa: E402
 from helpers.loaded_engines import load_random_tables  # noqa: E402
@@ -81,11 +82,15 @@ def test_positions_past_the_table_and_bad_inputs_raise(loaded):
 
 
 @needs_clang
-def test_tables_of_the_wrong_shape_are_refused_by_tinygrads_loader():
+def test_tables_of_the_wrong_shape_or_dtype_are_refused_by_our_load_tables():
+    """The protocol takes float32 [V, d] and [C, d] only: the adapter's check_tables refuses the rest
+    before tinygrad's loader sees them (which would refuse a shape but round a float64 table)."""
     adapter = TinygradGPT2Adapter(AdapterConfig(n_embd=N_EMBD))
     wpe = np.zeros((gpt2.N_CTX, N_EMBD), np.float32)
-    with pytest.raises(ValueError, match="Shape mismatch in layer `wte.weight`"):  # nn/state.py load_state_dict
+    with pytest.raises(TableShapeError, match=rf"wte.shape=\(50257, {N_EMBD - 1}\)"):
         adapter.load_tables(np.zeros((gpt2.N_VOCAB, N_EMBD - 1), np.float32), wpe)
+    with pytest.raises(TableShapeError, match="wte.dtype=float64, but should be float32"):
+        adapter.load_tables(np.zeros((gpt2.N_VOCAB, N_EMBD), np.float64), wpe)
 
 
 @needs_clang
