@@ -184,8 +184,8 @@ def _fake_result(name: str):
 
 
 @pytest.mark.slow
-def test_real_paddle_environment_builds_and_runs(tmp_path):
-    """Builds paddlenlp-gpt's environment where the package index answers, and runs its suite there."""
+def test_real_paddle_environment_builds_then_is_up_to_date(tmp_path):
+    """Builds paddlenlp-gpt's environment where the package index answers; a second call finds it up to date."""
     import urllib.request
 
     if "paddlenlp-gpt" not in registry.builtin():
@@ -199,8 +199,7 @@ def test_real_paddle_environment_builds_and_runs(tmp_path):
     assert built.returncode == 0, built.stdout + built.stderr
     again = subprocess.run([*exe, "env", "paddlenlp-gpt"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "up to date" in again.stdout
-    done = subprocess.run([*exe, "run", "--backend", "paddlenlp-gpt"], capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # its suite runs there in tests/test_thirdparty.py, as every judged backend's does
 
 
 def test_recipe_reads_the_installed_suite_not_an_egg_info_in_the_checkout(monkeypatch, tmp_path):

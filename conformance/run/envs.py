@@ -15,6 +15,7 @@ nothing and says it is up to date; one with another (a pin changed) installs int
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -95,6 +96,17 @@ def build(name: str, dry_run: bool = False, out=print) -> int:
         )
         return res.EXIT_USAGE
     path, wanted = folder(name), recipe(entry)
+    if dry_run:
+        return _build(name, path, wanted, True, out)
+    # one build at a time per environment (two test processes, or two terminals, may ask at once):
+    # the second waits, then finds it up to date
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(name, path, wanted, False, out)
+
+
+def _build(name: str, path: str, wanted: Recipe, dry_run: bool, out) -> int:
     if stamped(path) == wanted and os.path.exists(python_of(path)):
         out(f"{name}: environment {path} is up to date (nothing to do)")
         return 0
