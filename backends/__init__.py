@@ -32,4 +32,11 @@ FOLDERS = (
     "thirdparty.tract_hf",
     "thirdparty.llama_cpp",
     "thirdparty.ctranslate2",
+    "thirdparty.tinygrad_gpt2",
+    "thirdparty.executorch_hf",
+    "thirdparty.openai_gpt2_tf1",
+    "thirdparty.iree_hf",
+    "thirdparty.ncnn_hf",
+    "thirdparty.tvm_relax_hf",
+    "thirdparty.paddlenlp_gpt",
 )
