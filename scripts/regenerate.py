@@ -37,6 +37,13 @@ def _waived(entry) -> str:
     return str(len(waivers.load(path))) if path else "0"
 
 
+def _install(name: str, entry) -> str:
+    """The pip extra, or for a backend with an environment of its own the command that builds it."""
+    if entry.environment is not None:
+        return f"none: `gpt2-conformance env {name}`"
+    return f"`{entry.extra}`" if entry.extra else "(core)"
+
+
 def backend_row(name: str, entry) -> str:
     caps = registry.resolve(name).capabilities
     missing = [c for c in CLAIMS if not getattr(caps, c)]
@@ -45,7 +52,7 @@ def backend_row(name: str, entry) -> str:
         f"`{name}`",
         entry.kind,
         entry.wraps,
-        f"`{entry.extra}`" if entry.extra else "(core)",
+        _install(name, entry),
         ", ".join(caps.dtypes),
         ", ".join(caps.devices),
         claims,

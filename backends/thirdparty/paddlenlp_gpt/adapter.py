@@ -33,18 +33,33 @@ upstream/). Claimed: float32 on CPU only.
 from __future__ import annotations
 
 from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import paddle
-from paddlenlp.transformers.gpt.configuration import GPTConfig
-from paddlenlp.transformers.gpt.modeling import GPTForCausalLM
-from paddlenlp.transformers.model_utils import no_init_weights
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.validation import check_tables
 
-paddle.set_device("cpu")
+if TYPE_CHECKING:
+    from paddlenlp.transformers.gpt.configuration import GPTConfig
+    from paddlenlp.transformers.gpt.modeling import GPTForCausalLM
+
+# paddle is imported when the first adapter is built, not with this module: the class and its
+# capabilities are also read where paddle is not installed (the suite's parent process, which runs
+# this backend's children in its own environment, and scripts/regenerate.py's README row)
+paddle: Any = None
+
+
+def _import_paddle() -> None:
+    global paddle
+    if paddle is None:
+        import paddle as module
+
+        module.set_device("cpu")
+        paddle = module
+
+
 HEAD_DIM = 64  # GPT-2's: n_embd / n_head at every size
 
 
@@ -53,6 +68,8 @@ class _Stop(Exception):
 
 
 def config_for(n_embd: int) -> GPTConfig:
+    from paddlenlp.transformers.gpt.configuration import GPTConfig
+
     return GPTConfig(
         vocab_size=gpt2.N_VOCAB,
         hidden_size=n_embd,
@@ -95,12 +112,17 @@ class PaddleNLPGPTAdapter(Adapter):
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
+        _import_paddle()
+        from paddlenlp.transformers.model_utils import no_init_weights
+
         self.framework_dtype({"float32": paddle.float32})
         self.gpt_config = config_for(config.n_embd)
         with no_init_weights():  # load_tables or init_tables fills the tables
             self.model = self._build()
 
     def _build(self) -> GPTForCausalLM:
+        from paddlenlp.transformers.gpt.modeling import GPTForCausalLM
+
         model = GPTForCausalLM(self.gpt_config)
         model.eval()
         return model
