@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from gpt2_conformance.api import adapter as protocol
+from gpt2_conformance.api.validation import check_tables
 
 
 class GPT2Embedding(nn.Module):
@@ -36,7 +37,10 @@ class GPT2Embedding(nn.Module):
         if isinstance(past_length, bool) or not isinstance(past_length, numbers.Integral) or past_length < 0:
             raise ValueError(f"past_length must be an integer >= 0, got {past_length!r}")
         if idx.dim() != 2 or idx.dtype not in (torch.int32, torch.int64):
-            raise TypeError(f"idx must be an int32/int64 tensor [B, T], got {idx.dtype} {tuple(idx.shape)}")
+            raise TypeError(
+                f"idx (the token ids) must be an int32/int64 tensor of rank 2 [B, T], got {idx.dtype} "
+                f"{tuple(idx.shape)}"
+            )
         T = idx.shape[1]
         if T and past_length + T > n_ctx:
             raise IndexError(f"position {past_length + T - 1} is outside the wpe table of {n_ctx} positions")
@@ -58,6 +62,7 @@ class Adapter(protocol.Adapter):
         self.model = GPT2Embedding(config.n_embd).eval()
 
     def load_tables(self, wte, wpe):
+        check_tables(wte, wpe, self.config.n_embd)  # load_state_dict would cast a float64 table silently
         self.model.load_state_dict({"wte.weight": torch.tensor(wte), "wpe.weight": torch.tensor(wpe)})
 
     def tables(self):
@@ -87,6 +92,9 @@ class Adapter(protocol.Adapter):
 
     @torch.no_grad()
     def logits(self, h_final):
+        d = self.config.n_embd
+        if np.ndim(h_final) != 3 or np.shape(h_final)[-1] != d:  # torch's matmul error names neither
+            raise ValueError(f"h_final.shape={np.shape(h_final)}, but should be (B, T, {d})")
         return self.model.head(torch.as_tensor(h_final)).numpy()
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
