@@ -16,7 +16,7 @@ _spec.loader.exec_module(regenerate)
 def _needs_every_framework():
     from gpt2_conformance import registry
 
-    missing = {n: registry.missing_framework(n) for n in regenerate.builtins()}
+    missing = {n: registry.missing_framework(n) for n in registry.shipped()}
     missing = {n: m for n, m in missing.items() if m}
     if missing:
         pytest.skip(f"the backend table reads each adapter's Capabilities; not installed here: {missing}")
@@ -35,7 +35,7 @@ def test_a_new_entry_gets_its_row_and_its_tox_env(monkeypatch):
     """The generator is driven by the entries alone: one more entry, one more row and env."""
     from gpt2_conformance.api.backend import REFERENCE, Backend
 
-    entries = dict(regenerate.builtins())
+    entries = dict(regenerate.registry.shipped())
     numpy_entry = entries["numpy"]
     extra = Backend(
         name="numpy-copy",
@@ -46,7 +46,7 @@ def test_a_new_entry_gets_its_row_and_its_tox_env(monkeypatch):
         wraps="the NumPy reference again",
         package=numpy_entry.package,
     )
-    monkeypatch.setattr(regenerate, "builtins", lambda: {**entries, "numpy-copy": extra})
+    monkeypatch.setattr(regenerate.registry, "shipped", lambda: {**entries, "numpy-copy": extra})
     monkeypatch.setattr(
         regenerate.registry, "resolve", lambda name: regenerate.registry.load_object(extra.adapter_spec)
     )
