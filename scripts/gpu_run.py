@@ -167,6 +167,9 @@ def probe(device: str, name: str) -> int:
     lacking = registry.missing_framework(name)
     if lacking:
         return line("skip", "skip", f"not installed on this machine: {lacking} is not importable")
+    unbuilt = registry.unbuilt_environment(name)
+    if unbuilt:  # a machine with no package index cannot build it
+        return line("skip", "skip", f"not installed on this machine: {unbuilt}")
     try:
         factory = registry.resolve(name)
     except LookupError as exc:
