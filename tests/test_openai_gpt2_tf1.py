@@ -7,12 +7,15 @@ bad index is refused by tf.gather with the value named and no machine-local path
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
-pytest.importorskip(
-    "gpt_2_simple", reason="gpt-2-simple is not installed (pip install 'gpt2-conformance[openai-gpt2-tf1]')"
-)
+if importlib.util.find_spec("gpt_2_simple") is None:  # found, not imported: its import leaves eager mode
+    pytest.skip(
+        "gpt-2-simple is not installed (pip install 'gpt2-conformance[openai-gpt2-tf1]')", allow_module_level=True
+    )
 tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed")
 
 from gpt2_conformance.api import gpt2  # noqa: E402
@@ -119,3 +122,16 @@ def test_the_structural_finders_refuse_a_graph_without_one_match():
         module.embedding_sum(graph.get_operations())
     with pytest.raises(RuntimeError, match="0 transposed matmuls"):
         module.tied_head(graph.get_operations())
+
+
+def test_the_process_stays_eager(loaded):
+    """The backend loads model.py alone: importing the gpt_2_simple package would have called
+    tf.compat.v1.disable_eager_execution() (gpt_2_simple/gpt_2.py L29) and turned every other
+    TensorFlow adapter in the process to graph mode."""
+    import sys
+
+    adapter, wte, wpe = loaded
+    adapter.embed(np.array([[1, 2]]), 0)
+    assert tf.executing_eagerly(), "the process left eager mode after the openai-gpt2-tf1 backend ran"
+    assert not [name for name in sys.modules if name.startswith("gpt_2_simple")]
+    assert tf.constant([1]).numpy().tolist() == [1]

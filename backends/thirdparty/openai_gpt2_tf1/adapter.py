@@ -2,8 +2,11 @@
 ships it (MIT; `gpt_2_simple/src/model.py`, ported to TensorFlow 2's `tf.compat.v1` API), run in
 graph mode on the installed TensorFlow. The implementation under test is `model(hparams, X,
 past=None, scope='model', reuse=...)` itself, called unchanged: its variables, its gathers, its
-`positions_for`, its tied head. Nothing of gpt-2-simple but that module is imported (its package
-`__init__` imports the finetuning code, which this backend does not judge).
+`positions_for`, its tied head. Nothing of gpt-2-simple but that module is loaded, from its file
+(`model_module()`): the package's `__init__` imports its finetuning code, `gpt_2_simple/gpt_2.py`,
+which calls `tf.compat.v1.disable_eager_execution()` at import (L29 in 0.8.1) and so would turn
+every TensorFlow adapter in the same process to graph mode; this backend builds its own tf.Graph
+and needs none of that.
 
 The graph: one per width n_embd (GPT-2's vocabulary, 1024 positions, GPT-2's head count, one
 block: the embedding and the head are the same variables and ops whatever follows them), in
@@ -54,17 +57,34 @@ machine-local paths and no part of the error itself.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from gpt_2_simple.src import model as openai_model
 
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
 from gpt2_conformance.api.validation import check_tables
 
+
+def model_module():
+    """gpt_2_simple/src/model.py as a module of its own, loaded from its file without importing the
+    gpt_2_simple package (whose import disables TensorFlow's eager mode for the whole process)."""
+    package = importlib.util.find_spec("gpt_2_simple")  # finds the package without running it
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("gpt-2-simple is not installed (pip install 'gpt2-conformance[openai-gpt2-tf1]')")
+    path = Path(next(iter(package.submodule_search_locations))) / "src" / "model.py"
+    spec = importlib.util.spec_from_file_location("gpt2_conformance_openai_model", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+openai_model = model_module()
 _N_HEAD = {768: 12, 1024: 16, 1280: 20, 1600: 25}  # GPT-2's released head counts
 _N_LAYER = 1
 _GATHERS = ("ResourceGather", "GatherV2", "Gather")
