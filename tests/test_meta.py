@@ -40,8 +40,12 @@ def _judges_itself(node) -> bool:
             text = ast.unparse(sub.exc)
             if "AssertionError" in text or "Failed" in text:
                 return True
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in CHECKS:
-            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
+            if sub.func.attr in CHECKS:
+                return True
+            # numpy.testing.assert_allclose and its kin raise AssertionError on a mismatch
+            if sub.func.attr.startswith("assert_") and ast.unparse(sub.func.value).endswith("testing"):
+                return True
     return False
 
 
@@ -75,7 +79,9 @@ def test_every_test_can_fail():
 def test_the_check_finds_a_test_that_asserts_nothing():
     tree = ast.parse(
         "def test_idle():\n    x = 1 + 1\n\ndef test_ok():\n    assert 1\n\n"
-        "def helper():\n    assert 2\n\ndef test_via_helper():\n    helper()\n"
+        "def helper():\n    assert 2\n\ndef test_via_helper():\n    helper()\n\n"
+        "def test_close():\n    np.testing.assert_allclose(1, 1)\n\n"
+        "def test_not_a_check():\n    np.assert_allclose(1, 1)\n"
     )
     functions = {n.name: [(ROOT / "tests" / "test_x.py", n)] for n in tree.body}
-    assert _judging(functions) == {"test_ok", "helper", "test_via_helper"}
+    assert _judging(functions) == {"test_ok", "helper", "test_via_helper", "test_close"}
