@@ -30,6 +30,7 @@ from gpt2_conformance.api.environment import (
     ROOT_VARIABLE,
     STAMP,
     Recipe,
+    build_command,
     folder,
     python_of,
     recipe,
@@ -39,7 +40,18 @@ from gpt2_conformance.api.environment import (
     state as state_of,
 )
 
-__all__ = ["ROOT_VARIABLE", "STAMP", "build", "child_python", "commands", "folder", "python_of", "recipe", "unbuilt"]
+__all__ = [
+    "ROOT_VARIABLE",
+    "STAMP",
+    "build",
+    "build_command",
+    "child_python",
+    "commands",
+    "folder",
+    "python_of",
+    "recipe",
+    "unbuilt",
+]
 
 
 def unbuilt(name: str) -> str | None:

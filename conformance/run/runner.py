@@ -304,7 +304,8 @@ def run_backend(
     )
     if own_versions is not None:
         result.environment["versions"] = own_versions.result()
-        result.environment["python_environment"] = os.path.dirname(os.path.dirname(python))
+        # named by the command that builds it, not by its folder: a report is shared, a path is local
+        result.environment["python_environment"] = f"its own ({envs.build_command(name)})"
     described = next((s["implementation"] for s in sessions if s.get("implementation")), None)
     if described:
         result.environment["implementation"] = described
