@@ -31,6 +31,7 @@ import pytest
 import gpt2_conformance
 from gpt2_conformance import results as res
 from helpers.reports import suite_result, write
+from helpers.wheel import build_wheel
 
 pytestmark = pytest.mark.slow  # builds the wheel and replays the CI workflow in fresh venvs
 
@@ -115,8 +116,7 @@ def outside(tmp_path_factory):
     """(the suite's wheel, the throwaway repository, a folder holding only `python`), none of
     them in this repository."""
     tmp = tmp_path_factory.mktemp("ci-example")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), ROOT], tmp)
-    (wheel,) = (tmp / "dist").glob("gpt2_conformance-*.whl")
+    wheel = build_wheel(tmp)
     project = tmp / "my-package"
     for name, text in PROJECT_FILES.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
@@ -139,6 +139,18 @@ def _expand(text: str, matrix: dict) -> str:
     return text
 
 
+def _starting_environment() -> dict:
+    """The environment this process started with, less what libraries imported since wrote into
+    os.environ (executorch's and openvino's imports set OPENVINO_LIB_PATH to a folder of this
+    repository's venv), which a runner never has."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    except OSError:  # not Linux: what the process has now
+        return dict(os.environ)
+    return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+
+
 def _env(workflow: dict, job: dict, outside, tmp, matrix: dict) -> dict:
     """A runner's environment: the workflow's and job's env (GPT2C_SUITE the wheel), RUNNER_TEMP,
     GITHUB_STEP_SUMMARY, PATH with setup-python's python first and nothing of this repository."""
@@ -146,7 +158,8 @@ def _env(workflow: dict, job: dict, outside, tmp, matrix: dict) -> dict:
     # CMAKE_ARGS: this project's CI builds llama.cpp with a CMake file of this repository
     # (.ci/run); a runner has no such setting
     drop = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PWD", "OLDPWD", "CMAKE_ARGS"}
-    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("GPT2C_", "PYTEST_"))}
+    started = _starting_environment()
+    env = {k: v for k, v in started.items() if k not in drop and not k.startswith(("GPT2C_", "PYTEST_"))}
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p and not os.path.abspath(p).startswith(ROOT)]
     runner_temp = tmp / "runner-temp"
     runner_temp.mkdir(exist_ok=True)

@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from helpers.wheel import build_wheel
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv
 
@@ -58,14 +60,11 @@ def _run(cmd, cwd, env=None, timeout=900):
 def installed(tmp_path_factory):
     """(venv python, a work directory outside the repository, a clean environment)."""
     tmp = tmp_path_factory.mktemp("wheel")
-    code, out = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(ROOT)], tmp)
-    assert code == 0, out
-    wheels = list((tmp / "dist").glob("gpt2_conformance-*.whl"))
-    assert len(wheels) == 1, wheels
+    wheel = build_wheel(tmp)
     code, out = _run([sys.executable, "-m", "venv", str(tmp / "venv")], tmp)
     assert code == 0, out
     python = str(tmp / "venv" / "bin" / "python")
-    code, out = _run([python, "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheels[0])], tmp)
+    code, out = _run([python, "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheel)], tmp)
     assert code == 0, out
     work = tmp / "work"
     work.mkdir()
