@@ -19,6 +19,7 @@ import pytest
 from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
 from gpt2_conformance.run import thirdparty as tp
+from helpers.own_environments import ensure_built
 
 pytestmark = pytest.mark.slow  # each judged implementation's whole suite, in child processes
 
@@ -34,8 +35,7 @@ def suite_result():
         lacking = tp.missing(name)
         if lacking:
             pytest.skip(f"{name}: {lacking} is not installed")
-        if registry.unbuilt_environment(name):
-            _build_environment(name)
+        ensure_built(name)
         if name not in cache:
             # one shard: the test run keeps every core busy already; no shrinking: these tests
             # judge verdicts (waivers are per clause), and minimising each waived failure's example
@@ -44,21 +44,6 @@ def suite_result():
         return cache[name]
 
     return get
-
-
-def _build_environment(name: str) -> None:
-    """A backend with an environment of its own is judged there, as a user would after
-    `gpt2-conformance env NAME` (its pins come from the package index: without one, a skip saying so)."""
-    import urllib.request
-
-    try:
-        urllib.request.urlopen("https://pypi.org/simple/pip/", timeout=10).close()
-    except OSError as exc:
-        pytest.skip(f"{name}: its environment is not built and the package index cannot be reached ({exc})")
-    built = subprocess.run(
-        [sys.executable, "-m", "gpt2_conformance.cli", "env", name], capture_output=True, text=True, timeout=1800
-    )
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
 
 
 @pytest.mark.parametrize("name", registry.judged())

@@ -19,6 +19,7 @@ import pytest
 from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
 from gpt2_conformance.upstream import causes as cz
+from helpers.own_environments import python_for
 
 WITH_CAUSES = [n for n in registry.judged() if cz.for_backend(n) is not None]
 OURS = ("gpt2_conformance", "conformance")
@@ -203,11 +204,11 @@ runpy.run_path(path, run_name="__main__")
 """
 
 
-def _run_wrapped(items, env=None):
+def _run_wrapped(items, env=None, python=sys.executable):
     def one(item):
         cause, path = item
         done = subprocess.run(
-            [sys.executable, "-c", WRAPPER, path],
+            [python, "-c", WRAPPER, path],
             capture_output=True,
             text=True,
             timeout=600,
@@ -228,8 +229,9 @@ def test_every_reproduction_still_reproduces_standalone(name, tmp_path):
     lacking = registry.missing_framework(name)
     if lacking:
         pytest.skip(f"{name}: {lacking} is not installed")
+    python = python_for(name)  # paddlenlp-gpt's library lives in its own environment
     items = cz.write_scripts(cz.for_backend(name), str(tmp_path))
-    for cause, done in _run_wrapped(items):
+    for cause, done in _run_wrapped(items, python=python):
         assert "GPT2C-OURS []" in done.stderr, (cause.id, done.stderr[-1500:])
         assert done.returncode == 1 and cause.expect in done.stdout, (
             cause.id,
