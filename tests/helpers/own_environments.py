@@ -32,7 +32,5 @@ def ensure_built(name: str) -> None:
 
 def python_for(name: str) -> str:
     """The interpreter a backend's own code runs on: its environment's (built first), else this one."""
-    if registry.builtin()[name].environment is None:
-        return sys.executable
-    ensure_built(name)
+    ensure_built(name)  # returns at once for a backend without an environment of its own
     return envs.child_python(name)
