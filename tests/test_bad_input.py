@@ -318,7 +318,7 @@ def test_a_relative_waivers_attribute_is_found_beside_its_module(tmp_path, route
             "--adapter",
             "my_gpt2_adapter:MyAdapter",
             "--case",
-            "test_init.py::test_wpe_init",
+            "test_init.py::test_wpe_init[768]",
             paths=[adapters],
         )
     else:
@@ -327,7 +327,7 @@ def test_a_relative_waivers_attribute_is_found_beside_its_module(tmp_path, route
             "--gpt2c-adapter",
             "my_gpt2_adapter:MyAdapter",
             "--gpt2c-case",
-            "test_init.py::test_wpe_init",
+            "test_init.py::test_wpe_init[768]",
             paths=[adapters],
         )
     assert code == 1 and "STALE WAIVER: INIT-WPE is waived (https://example.org/src.py#L1)" in out, out + err

@@ -158,7 +158,8 @@ def test_shards_split_the_suite_and_a_module_fixture_is_built_in_one(tmp_path):
     assert sorted(first + second) == sorted(whole) and not set(first) & set(second)
     assert abs(len(first) - len(second)) <= len(whole) // 10, (len(first), len(second))
     assert _shard("0/2", tmp_path) == first
-    initialised = {"test_init.py::test_wte_init", "test_init.py::test_wpe_init", "test_init.py::test_tables_distinct"}
+    initialised = {f"test_init.py::test_{table}_init[{d}]" for table in ("wte", "wpe") for d in (768, 1024, 1280, 1600)}
+    initialised.add("test_init.py::test_tables_distinct")
     assert initialised <= set(whole)
     assert initialised <= set(first) or initialised <= set(second)
 
@@ -594,7 +595,14 @@ def test_case_leaves_the_waivers_of_clauses_it_did_not_run_alone(tmp_path):
     )
     assert other.returncode == 0 and "STALE WAIVER" not in other.stdout, other.stdout + other.stderr
     same = _cli(
-        "run", "--backend", "numpy", "--waivers", str(waivers), "--case", "test_init.py::test_wpe_init", temp=tmp_path
+        "run",
+        "--backend",
+        "numpy",
+        "--waivers",
+        str(waivers),
+        "--case",
+        "test_init.py::test_wpe_init[768]",
+        temp=tmp_path,
     )
     assert same.returncode == 1 and "STALE WAIVER: INIT-WPE is waived" in same.stdout, same.stdout + same.stderr
 
