@@ -273,7 +273,16 @@ def missing_framework(name: str) -> str | None:
     found = builtin().get(name)
     if found is not None and found.environment is not None:
         return None
-    return next((m for m in (found.requires if found else ()) if importlib.util.find_spec(m) is None), None)
+    return next((m for m in (found.requires if found else ()) if not importable(m)), None)
+
+
+def importable(module: str) -> bool:
+    """Whether `module` can be found, nothing of it imported but its parent packages. A dotted name
+    whose parent is missing (iree.runtime without iree) is not importable; find_spec raises for it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, which blocks its import
+        return False
 
 
 def unbuilt_environment(name: str) -> str | None:

@@ -71,18 +71,11 @@ CHILD_PLUGINS = (
 CHILD_PLUGIN_DISTRIBUTIONS = {"pytest_timeout": "pytest-timeout", "_hypothesis_pytestplugin": "hypothesis"}
 
 
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, which blocks its import
-        return False
-
-
 def missing_child_plugins() -> str | None:
     """The child plugins this interpreter cannot load, as one line saying what to install; None if
     it has them all. Each suite child is this interpreter (sys.executable) running pytest with them,
     and a child that cannot load one ends before its first test: every clause an ERROR."""
-    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not _importable(module)]
+    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not registry.importable(module)]
     if not missing:
         return None
     return (
