@@ -380,9 +380,72 @@ def test_an_output_folder_under_proc_names_the_folder_given(tmp_path):
     assert code == 2 and out == "", (code, out, err)
     assert err == (
         "gpt2-conformance run: error: --report-dir /proc/nope: this folder cannot be made, as /proc, the "
-        "nearest folder that exists, cannot be written (No such file or directory); give a folder you "
-        "can write\n"
+        "nearest folder that exists, cannot be written (Permission denied); give a folder you can write\n"
     ), err
+
+
+def test_an_output_folder_that_exists_but_cannot_be_written_says_permission_denied(tmp_path):
+    """/proc/self is there and takes no new file (root included, where chmod denies nothing); the
+    kernel says ENOENT for it, which named the folder as missing."""
+    code, out, err = _cli(tmp_path, "run", "--backend", "numpy", "--report-dir", "/proc/self")
+    assert code == 2 and out == "", (code, out, err)
+    assert err == (
+        "gpt2-conformance run: error: --report-dir /proc/self: this folder cannot be written (Permission "
+        "denied); give a folder you can write\n"
+    ), err
+
+
+RUNS = os.path.join(os.path.dirname(TESTS_DIR), "reports", "runs")
+FOLDER_OUTPUTS = {
+    "run": ["run", "--backend", "numpy", "--report-dir"],
+    "bench": ["bench", "--quick", "--out-dir"],
+    "merge": ["merge", RUNS, "--out-dir"],
+    "thirdparty": ["thirdparty", "hf-transformers", "--out"],
+    "upstream": ["upstream", "numpy", "--out-dir"],
+}
+OUT_OF_RANGE = ["out-of-range", "--reports", RUNS, "--out"]
+
+
+@pytest.mark.parametrize("command", sorted(FOLDER_OUTPUTS))
+def test_every_commands_output_folder_is_checked_the_same_way(tmp_path, command):
+    """One check for each command's output (cli.OUTPUTS), before anything runs: one line, exit 2."""
+    (tmp_path / "a-file").write_text("")
+    args = FOLDER_OUTPUTS[command]
+    prefix = f"gpt2-conformance {command}: error: {args[-1]}"
+    for given, says in [
+        ("/proc/nope", "/proc/nope: this folder cannot be made, as /proc, the nearest folder that exists, "),
+        ("a-file/sub", f"a-file/sub: {tmp_path / 'a-file'} is a file, not a folder"),
+    ]:
+        code, out, err = _cli(tmp_path, *args, given)
+        assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+        assert err.startswith(f"{prefix} {says}"), err
+
+
+@pytest.mark.parametrize(
+    "given,says",
+    [
+        (
+            "/proc/oor.md",
+            "this file cannot be written, as /proc, its folder, cannot be written (Permission denied); give a "
+            "file in a folder you can write",
+        ),
+        ("a-folder", "this names a folder, not a file; give the file to write"),
+        ("a-file/oor.md", "{tmp}/a-file is a file, not a folder"),
+        (
+            "/proc/new/oor.md",
+            "this file cannot be made, as /proc, the nearest folder that exists, cannot be written (Permission "
+            "denied); give a file in a folder you can write",
+        ),
+    ],
+)
+def test_out_of_range_out_that_cannot_be_written_is_one_line(tmp_path, given, says):
+    """out-of-range's --out is a file: the same check as every command's output folder (it was a
+    FileNotFoundError or IsADirectoryError traceback, exit 1)."""
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("")
+    code, out, err = _cli(tmp_path, *OUT_OF_RANGE, given)
+    assert (code, out) == (2, ""), (code, out, err)
+    assert err == f"gpt2-conformance out-of-range: error: --out {given}: {says.format(tmp=tmp_path)}\n", err
 
 
 def test_a_parametrised_test_named_alone_is_refused_with_its_cases(tmp_path):

@@ -8,7 +8,8 @@ died in it and the signal that ended it, a test the backend does not claim). The
 observe.py's; the page's explanation is docs/out-of-range.md.
 
 Exit codes: 0 written; 1 written, but a probe of some report recorded no observation (a report
-of a version before the field, or a probe that did not run); 2 no report could be read.
+of a version before the field, or a probe that did not run); 2 no report could be read, or
+--out cannot be written (cli checks it first, as it checks every command's output).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def add_parser(subparsers) -> None:
         metavar="PATH",
         help="reports of `run --report-dir` (a folder: every conformance report under it)",
     )
-    # a file, not a folder: its own dest, as cli.OUTPUT_FOLDERS checks every other command's --out as a folder
+    # a file, not a folder: its own dest, which cli.OUTPUTS checks as a file (every other command's --out is a folder)
     p.add_argument("--out", dest="out_file", metavar="FILE", help="write the Markdown table here (default: print it)")
 
 
@@ -160,9 +161,16 @@ def run(args) -> int:
         return res.EXIT_USAGE
     text = markdown(reports)
     if args.out_file:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out_file)), exist_ok=True)
-        with open(args.out_file, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:  # cli checked it can be written; what only the write itself finds (a full disk, EIO) is one line too
+            os.makedirs(os.path.dirname(os.path.abspath(args.out_file)), exist_ok=True)
+            with open(args.out_file, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            print(
+                f"gpt2-conformance out-of-range: error: --out {args.out_file}: cannot write it ({exc.strerror or exc})",
+                file=sys.stderr,
+            )
+            return res.EXIT_USAGE
         print(f"wrote {args.out_file}")
     else:
         sys.stdout.write(text)
