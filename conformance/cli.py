@@ -96,11 +96,13 @@ def run(args) -> int:
             print(name)
             continue
         found = registry.entry(name)
+        # a plug-in whose adapter module is not there: the same check for both kinds of plug-in
+        missing = broken.get(name) or registry.adapter_missing(name)
         if found is None:  # an adapter plug-in (a factory, no entry), or one that cannot be used
-            state = f"broken: {broken[name]}" if name in broken else f"adapter {registry.plugin_value(name)}"
+            state = f"broken: {missing}" if missing else f"adapter {registry.plugin_value(name)}"
             print(f"{name:<22} {'plug-in':<10} {state}")
             continue
-        lacking, missing = registry.missing_framework(name), registry.adapter_missing(name)
+        lacking = registry.missing_framework(name)
         install = registry.install_command(found)
         unbuilt = registry.unbuilt_environment(name)
         state = (

@@ -131,7 +131,7 @@ def plugin_site(tmp_path):
             "wrong-adapter": "my_package.wrong_adapter",
             "top": "top_level_backend",
         },
-        {"my-adapter": "my_package.gpt2_adapter:Adapter"},
+        {"my-adapter": "my_package.gpt2_adapter:Adapter", "broken-gpt2": "my_package.not_there:Adapter"},
     )
 
 
@@ -164,6 +164,12 @@ def test_a_plugin_that_cannot_be_used_is_one_line_naming_its_entry_point(tmp_pat
         "my_package.no_such (no such module): BACKEND.adapter names a module:factory relative to "
         "my_package, the folder of the entry point's module"
     ), line
+    line = _both(tmp_path, ["--backend", "broken-gpt2"], paths=[plugin_site])
+    assert line == (
+        "--backend 'broken-gpt2': plug-in 'broken-gpt2' (entry point gpt2_conformance.adapters: broken-gpt2 = "
+        "my_package.not_there:Adapter, installed by my-plugin 0.1): its module my_package.not_there cannot be "
+        "found (no such module): reinstall the package that provides it, or fix its entry point"
+    ), line
     line = _both(tmp_path, ["--backend", "top"], paths=[plugin_site])
     assert line.endswith(
         "top_level_backend is a top-level module, so its adapter 'gpt2_adapter:Adapter' has no "
@@ -182,6 +188,14 @@ def test_list_long_shows_each_plugin_in_its_columns(tmp_path, plugin_site):
     assert rows["my-adapter"] == f"{'my-adapter':<22} {'plug-in':<10} adapter my_package.gpt2_adapter:Adapter"
     assert rows["gone"].startswith(f"{'gone':<22} {'plug-in':<10} broken: plug-in 'gone' (entry point "), rows["gone"]
     assert rows["wrong-adapter"].startswith(f"{'wrong-adapter':<22} {'reference':<10} broken: plug-in "), rows
+    # an adapter plug-in whose module is not there is flagged as a backend plug-in's is, with its
+    # entry point and the distribution that installed it (docs/adapters.md); it was listed as fine
+    assert rows["broken-gpt2"] == (
+        f"{'broken-gpt2':<22} {'plug-in':<10} broken: plug-in 'broken-gpt2' (entry point "
+        "gpt2_conformance.adapters: broken-gpt2 = my_package.not_there:Adapter, installed by my-plugin 0.1): "
+        "its module my_package.not_there cannot be found (no such module): reinstall the package that "
+        "provides it, or fix its entry point"
+    ), rows["broken-gpt2"]
 
 
 # -- 2. a checkpoint that is not one ------------------------------------------------------------
