@@ -375,7 +375,7 @@ def _passes(
                 # it died in a test: that test FAILs and the rest run on; when it was the last, one
                 # more pass (every test deselected) ends the session: the implementation and parity
                 reason = (
-                    f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed"
+                    hung_message(test_timeout, hang_grace)
                     if hung
                     else events_file.crashed(events_file.death(child.returncode))
                 )
@@ -394,6 +394,16 @@ def _passes(
                 out.error = f"pytest exited with {child.returncode}: {last_words(output)}"
             break
     return out
+
+
+def hung_message(test_timeout: float, hang_grace: float) -> str:
+    """Why a test the watchdog killed failed: both numbers, as the limit is --timeout and the watchdog
+    waits the grace on top of it (pytest-timeout's signal ends a test stuck in Python at the limit,
+    with its traceback; one stuck in native code, where no signal reaches, only the watchdog ends)."""
+    return (
+        f"hung: no result within the {test_timeout:g} s limit per test (--timeout) nor {hang_grace:g} s of grace "
+        "after it (stuck where the limit's signal cannot reach, e.g. in native code), process killed"
+    )
 
 
 _EXCEPTION_LINE = re.compile(r"^(E\s+)?([A-Za-z_][\w.]*(Error|Exception|Exit)|ERROR): ")
