@@ -472,3 +472,21 @@ def test_a_parametrised_test_named_alone_is_refused_with_its_cases(tmp_path):
         "'test_bounds.py::test_error_names_value_and_rule[token-high]', "
         "'test_bounds.py::test_error_names_value_and_rule[token-negative]'"
     ), line
+
+
+@pytest.mark.parametrize(
+    "name,says",
+    [
+        ("numpy", "numpy is a reference backend (ours), not a third-party implementation: "),
+        ("no-such", "unknown implementation 'no-such': "),
+    ],
+)
+def test_thirdparty_says_what_it_takes(tmp_path, name, says):
+    """`thirdparty numpy` called the reference backend an "unknown implementation"."""
+    from gpt2_conformance import registry
+
+    code, out, err = _cli(tmp_path, "thirdparty", name)
+    assert (code, out) == (2, ""), (code, out, err)
+    takes = f"thirdparty takes the judged backends: {', '.join(registry.judged())}"
+    run = "; `gpt2-conformance run --backend numpy` runs the suite on it" if name == "numpy" else ""
+    assert err == f"gpt2-conformance thirdparty: error: {says}{takes}{run}\n", err
