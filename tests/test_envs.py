@@ -216,3 +216,53 @@ def test_recipe_reads_the_installed_suite_not_an_egg_info_in_the_checkout(monkey
     assert metadata.distribution("gpt2-conformance").read_text("INSTALLER") is None  # the egg-info comes first
     assert environment.installed().read_text("INSTALLER") is not None
     assert environment.recipe(_entry()) == before
+
+
+def test_a_stale_environment_says_what_changed_not_always_the_pins(tmp_path):
+    """As a user meets it, from a folder of its own: the pins are the entry's, only where the suite
+    is installed from changed (another checkout); `run` and `env` name that, not the pins."""
+    entry = registry.builtin().get("paddlenlp-gpt")
+    if entry is None:
+        pytest.skip("no paddlenlp-gpt entry in this registry")
+    envs_root = tmp_path / "envs"
+    path = envs_root / entry.name
+    python = envs.python_of(str(path))
+    os.makedirs(os.path.dirname(python))
+    open(python, "w").close()
+    wanted = environment.recipe(entry)
+    elsewhere = ("-e", str(tmp_path / "another-checkout"))
+    built = dict(
+        requirements=list(wanted.requirements),
+        suite=list(elsewhere),
+        suite_dependencies=list(wanted.suite_dependencies),
+        python=wanted.python,
+    )
+    (path / envs.STAMP).write_text(json.dumps(built))
+    env = dict(os.environ, **{envs.ROOT_VARIABLE: str(envs_root)})
+    exe = [sys.executable, "-m", "gpt2_conformance.cli"]
+    changed = (
+        f"as the suite was installed into it from {' '.join(elsewhere)}, and runs from {' '.join(wanted.suite)} now"
+    )
+    run = subprocess.run([*exe, "run", "--backend", entry.name], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
+    assert run.stderr == (
+        f"gpt2-conformance: error: backend '{entry.name}': its environment ({path}) is out of date, {changed}: "
+        f"gpt2-conformance env {entry.name}\n"
+    ), run.stderr
+    assert "pins" not in run.stderr
+    dry = subprocess.run(
+        [*exe, "env", entry.name, "--dry-run"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert dry.stdout.splitlines()[0] == f"{entry.name}: environment {path} is out of date, {changed}", dry.stdout
+    assert dry.stdout.splitlines()[1].startswith("would run: "), dry.stdout
+
+
+def test_each_change_to_an_environments_recipe_is_named():
+    was = environment.Recipe(("a==1", "b==2"), ("-e", "/x"), ("numpy>=1",), "3.11")
+    now = environment.Recipe(("a==1", "b==3"), ("-e", "/x"), ("numpy>=1", "rich"), "3.12")
+    assert environment.changes(was, now) == (
+        "as it was built from other pins than its entry's now (was b==2; now b==3); as the suite's own "
+        "dependencies changed since it was built (was nothing more; now rich); as it was made with Python 3.11, "
+        "and this is Python 3.12"
+    )

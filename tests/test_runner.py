@@ -32,7 +32,11 @@ def _status(result, clause_id):
     "adapter,timeout,reason",
     [
         ("helpers.bad_adapters:HangsInPython", 5, "Timeout"),
-        ("helpers.bad_adapters:HangsInNativeCode", 5, "hung: no result after"),
+        (
+            "helpers.bad_adapters:HangsInNativeCode",
+            5,
+            "hung: no result within the 5 s limit per test (--timeout) nor 5 s",
+        ),
         ("helpers.bad_adapters:CrashesInterpreter", 60, "crashed: the test process died"),
     ],
 )
@@ -61,6 +65,29 @@ def _cli(*args, cwd=None, temp=None, env_path=None):
     return subprocess.run(
         [sys.executable, "-m", "gpt2_conformance.cli", *args], capture_output=True, text=True, cwd=cwd, env=env
     )
+
+
+def test_a_native_hang_names_the_timeout_given_and_the_grace_after_it(tmp_path):
+    """`run --timeout 3`, as a user runs it: the hung test's message says 3 s, the limit given, and
+    the grace the watchdog adds for a hang in native code (it said "no result after 6 s")."""
+    out = _cli(
+        "run",
+        "--adapter",
+        "helpers.bad_adapters:HangsInNativeCode",
+        "--timeout",
+        "3",
+        "--case",
+        "test_positions.py::test_token_by_token_decode[C-0-12]",
+        cwd=tmp_path,
+        temp=tmp_path / "tmp",
+        env_path=TESTS_DIR,
+    )
+    assert out.returncode == res.EXIT_FAIL, out.stdout + out.stderr
+    decode = next(line for line in out.stdout.splitlines() if line.strip().startswith("POSITIONS-DECODE"))
+    assert decode.endswith(
+        "hung: no result within the 3 s limit per test (--timeout) nor 3 s of grace after it (stuck where the "
+        "limit's signal cannot reach, e.g. in native code), process killed"
+    ), decode
 
 
 def test_cli_full_numpy_run_scorecard_reports_and_exit_code(tmp_path):

@@ -43,7 +43,9 @@ def add_parser(sub) -> None:
         "--timeout",
         type=float,
         default=runner.DEFAULT_TEST_TIMEOUT,
-        help="seconds per test before it is failed as hung (default %(default)s)",
+        help="seconds per test before it is failed as hung (default %(default)s); a test stuck in native code, "
+        "which the limit's signal cannot stop, is killed after a grace of as many seconds again (at most "
+        f"{runner.HANG_GRACE:g})",
     )
     run.add_argument(
         "--jobs",

@@ -31,6 +31,7 @@ from gpt2_conformance.api.environment import (
     STAMP,
     Recipe,
     build_command,
+    changes,
     folder,
     python_of,
     recipe,
@@ -119,9 +120,12 @@ def build(name: str, dry_run: bool = False, out=print) -> int:
 
 
 def _build(name: str, path: str, wanted: Recipe, dry_run: bool, out) -> int:
-    if stamped(path) == wanted and os.path.exists(python_of(path)):
+    kept, exists = stamped(path), os.path.exists(python_of(path))
+    if kept == wanted and exists:
         out(f"{name}: environment {path} is up to date (nothing to do)")
         return 0
+    if kept is not None and exists:  # built before: say what changed, which is not always the pins
+        out(f"{name}: environment {path} is out of date, {changes(kept, wanted)}")
     for cmd in commands(path, wanted, os.path.exists(python_of(path))):
         out(("would run: " if dry_run else "running: ") + shlex.join(cmd))
         if dry_run:

@@ -71,18 +71,11 @@ CHILD_PLUGINS = (
 CHILD_PLUGIN_DISTRIBUTIONS = {"pytest_timeout": "pytest-timeout", "_hypothesis_pytestplugin": "hypothesis"}
 
 
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, which blocks its import
-        return False
-
-
 def missing_child_plugins() -> str | None:
     """The child plugins this interpreter cannot load, as one line saying what to install; None if
     it has them all. Each suite child is this interpreter (sys.executable) running pytest with them,
     and a child that cannot load one ends before its first test: every clause an ERROR."""
-    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not _importable(module)]
+    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not registry.importable(module)]
     if not missing:
         return None
     return (
@@ -382,7 +375,7 @@ def _passes(
                 # it died in a test: that test FAILs and the rest run on; when it was the last, one
                 # more pass (every test deselected) ends the session: the implementation and parity
                 reason = (
-                    f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed"
+                    hung_message(test_timeout, hang_grace)
                     if hung
                     else events_file.crashed(events_file.death(child.returncode))
                 )
@@ -401,6 +394,16 @@ def _passes(
                 out.error = f"pytest exited with {child.returncode}: {last_words(output)}"
             break
     return out
+
+
+def hung_message(test_timeout: float, hang_grace: float) -> str:
+    """Why a test the watchdog killed failed: both numbers, as the limit is --timeout and the watchdog
+    waits the grace on top of it (pytest-timeout's signal ends a test stuck in Python at the limit,
+    with its traceback; one stuck in native code, where no signal reaches, only the watchdog ends)."""
+    return (
+        f"hung: no result within the {test_timeout:g} s limit per test (--timeout) nor {hang_grace:g} s of grace "
+        "after it (stuck where the limit's signal cannot reach, e.g. in native code), process killed"
+    )
 
 
 _EXCEPTION_LINE = re.compile(r"^(E\s+)?([A-Za-z_][\w.]*(Error|Exception|Exit)|ERROR): ")

@@ -159,14 +159,30 @@ def add_parser(sub) -> None:
     parser.add_argument("--out", default="reports", help="folder for <name>.md (default: ./reports)")
 
 
-def run(args) -> int:
-    unknown = [n for n in args.names if n not in registry.judged()]
-    if unknown:
-        print(
-            f"gpt2-conformance: error: unknown implementation {unknown[0]!r}; known: {', '.join(registry.judged())}",
-            file=sys.stderr,
+def not_judged(name: str) -> str | None:
+    """Why thirdparty does not take `name` (one line saying what it takes), else None."""
+    judged = registry.judged()
+    if name in judged:
+        return None
+    takes = f"thirdparty takes the judged backends: {', '.join(judged)}"
+    if name in registry.references():
+        return (
+            f"{name} is a reference backend (ours), not a third-party implementation: {takes}; "
+            f"`gpt2-conformance run --backend {name}` runs the suite on it"
         )
-        return 2
+    if name in registry.available():
+        return (
+            f"{name} is a plug-in without a judged registry entry (kind, waiver file), not a third-party "
+            f"implementation of ours: {takes}; `gpt2-conformance run --backend {name}` runs the suite on it"
+        )
+    return f"unknown implementation {name!r}: {takes}"
+
+
+def run(args) -> int:
+    problem = next(filter(None, map(not_judged, args.names)), None)
+    if problem:
+        print(f"gpt2-conformance thirdparty: error: {problem}", file=sys.stderr)
+        return res.EXIT_USAGE
     os.makedirs(args.out, exist_ok=True)
     status = 0
     for name in args.names:
