@@ -98,7 +98,7 @@ def test_missing_environment_is_one_line_naming_the_command(own_env, capsys):
     assert why.endswith(f"gpt2-conformance env {own_env.name}")
     # its framework is not looked for here: it is the environment's
     assert registry.missing_framework(own_env.name) is None
-    assert cli.main(["run", "--backend", own_env.name]) == 2
+    assert cli.main(["run", "--backend", own_env.name, "--no-build-envs"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith(f"gpt2-conformance env {own_env.name}"), err
 
@@ -160,25 +160,62 @@ def test_env_refuses_unknown_and_ordinary_backends(own_env, capsys):
     assert "runs in this environment" in err and own_env.name in err
 
 
-def test_run_all_skips_an_unbuilt_environment_saying_so(own_env, monkeypatch, capsys):
+def test_run_all_skips_an_unbuilt_environment_with_no_build_envs_saying_so(own_env, monkeypatch, capsys):
     from gpt2_conformance.run import command
 
     judged: list[str] = []
     monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
     monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
     monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
-    cli.main(["run", "--backend", "all", "--jobs", "1"])
+    monkeypatch.setattr(envs, "build", lambda *a, **k: pytest.fail("--no-build-envs built an environment"))
+    code = cli.main(["run", "--backend", "all", "--jobs", "1", "--no-build-envs", "--quiet"])
     out = capsys.readouterr().out
     assert judged == ["numpy"]
     assert f"gpt2-conformance env {own_env.name}" in out
+    assert "all backends: 1 judged, 1 not judged" in out and f"not judged: {own_env.name}: " in out
+    assert code == 3, "a backend not judged is no pass of the whole run"
+
+
+def test_run_all_builds_a_missing_environment_first_and_says_how_long(own_env, recorded, monkeypatch, capsys):
+    monkeypatch.setattr(envs, "_call", lambda cmd, lines=None: envs.subprocess.run(cmd).returncode)
+    """README command 1 judges every backend: the environment is built (announced, then its time
+    and size) and the backend judged in it, the build's time apart in the summary."""
+    from gpt2_conformance.run import command
+
+    judged: list[str] = []
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
+    monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
+    monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
+    cli.main(["run", "--backend", "all", "--jobs", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert sorted(judged) == sorted(["numpy", own_env.name])  # started longest first (run/schedule.py)
+    assert f"{own_env.name} runs in an environment of its own, not built yet: building it in " in out, out
+    assert "--no-build-envs skips it" in out
+    assert f"gpt2-conformance: {own_env.name}: environment built in " in out and " GB in " in out
+    assert f"building the environment of {own_env.name})" in out
+    assert [c[3:] for c in recorded if "install" in c][0][-len(PINS) :] == list(PINS)
+
+
+def test_a_failed_build_is_one_line_and_the_backend_is_not_judged(own_env, monkeypatch, capsys):
+    from gpt2_conformance.run import command
+
+    judged: list[str] = []
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
+    monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
+    monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
+    monkeypatch.setattr(envs, "_call", lambda cmd, lines=None: 1)
+    code = cli.main(["run", "--backend", "all", "--jobs", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert judged == ["numpy"] and code == 3
+    assert f"{own_env.name}: its environment could not be built (the pip output: " in out
 
 
 def _fake_result(name: str):
-    from gpt2_conformance import results as res
-    from gpt2_conformance import spec
+    """A passing stand-in for a judged backend."""
     from gpt2_conformance.run import parity
+    from helpers.reports import suite_result
 
-    result = res.SuiteResult(name, "cpu", spec.SPEC_VERSION, res.aggregate([]), 0.0)
+    result = suite_result(name)
     result.log_path, result.parity = os.devnull, parity.not_computed("not run: a stand-in result")
     return result
 
@@ -243,7 +280,9 @@ def test_a_stale_environment_says_what_changed_not_always_the_pins(tmp_path):
     changed = (
         f"as the suite was installed into it from {' '.join(elsewhere)}, and runs from {' '.join(wanted.suite)} now"
     )
-    run = subprocess.run([*exe, "run", "--backend", entry.name], capture_output=True, text=True, cwd=tmp_path, env=env)
+    run = subprocess.run(
+        [*exe, "run", "--backend", entry.name, "--no-build-envs"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
     assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
     assert run.stderr == (
         f"gpt2-conformance: error: backend '{entry.name}': its environment ({path}) is out of date, {changed}: "

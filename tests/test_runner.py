@@ -593,7 +593,7 @@ def test_run_all_with_case_prints_no_parity_table(tmp_path, monkeypatch, capsys)
 
     monkeypatch.setattr(registry, "available", lambda: ["numpy", "torch"])
     monkeypatch.setattr(registry, "missing_framework", lambda name: None)
-    monkeypatch.setattr(command, "_judge_named", lambda name, args, log_dir, side_by_side=1: suite_result(name))
+    monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: suite_result(name))
     code = cli.main(
         ["run", "--backend", "all", "--case", "test_bounds.py::test_too_long_raises", "--report-dir", str(tmp_path)]
     )
@@ -664,7 +664,7 @@ def test_run_all_with_brackets_judges_each_backend_once(tmp_path, monkeypatch, c
 
     judged = []
 
-    def judge(name, args, log_dir, side_by_side=1):
+    def judge(name, args, log_dir, side_by_side=1, shown=None):
         judged.append(name)
         return suite_result(name)
 
@@ -703,7 +703,7 @@ def test_run_all_with_no_fingerprint_says_so_in_one_line(tmp_path, monkeypatch, 
     monkeypatch.setattr(
         command,
         "_judge_named",
-        lambda name, args, log_dir, side_by_side=1: suite_result(
+        lambda name, args, log_dir, side_by_side=1, shown=None: suite_result(
             name, statuses=nothing, fp={"error": "not computed: nothing was checked in this run"}
         ),
     )
