@@ -326,7 +326,7 @@ FRAMEWORK_KILLS = {
         "TakeFillsNaN": {"BOUNDS-TOKEN", "BOUNDS-MESSAGE"},
         "UntiedHeadCopy": {"TIED-STORAGE", "TIED-GRAD", "SHAPE-PARAMS"},
         # CheckifyErrorDropped fails exactly {BOUNDS-TOKEN, BOUNDS-MESSAGE} too (one full run
-        # checked it); it is tested directly in tests/test_backend_jax.py to save a suite run
+        # checked it); it is tested directly in tests/backends/test_jax.py to save a suite run
         # (helpers.mutants_jax.DIRECT, not in its ALL).
     },
 }

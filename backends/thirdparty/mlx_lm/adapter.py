@@ -9,7 +9,7 @@ What is observed, and how (Capabilities.black_box):
   hooks, so block 0's class is swapped for a subclass that records its input and, by default,
   ends the forward there (StopAtBlock0) -- the blocks and ln_f after it cannot change h.
   FULL_FORWARD = True records the same input and lets the whole forward run
-  (tests/test_mlx_lm.py checks that both give the same bits and that the model's own output
+  (tests/backends/test_mlx_lm.py checks that both give the same bits and that the model's own output
   is unchanged by the recorder).
 - the cache offset: a real mlx-lm prompt cache (`make_prompt_cache(model)`, one KVCache per
   block), filled through the library's own `KVCache.update_and_fetch` with past_length zero
