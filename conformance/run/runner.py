@@ -59,8 +59,8 @@ SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider
 # its event writer, pytest-timeout and hypothesis' own. Whatever else the environment has installed
 # (anyio, typeguard, jaxtyping, pytest-randomly, ...) can neither reorder nor change a verdict, nor
 # cost its start-up: pytest rewrites the asserts of every module of an autoloaded plugin's
-# distribution (166 modules here: hypothesis, anyio, typeguard, ...), again in every child where
-# bytecode is not written (PYTHONDONTWRITEBYTECODE): about 4 s of each child on these machines.
+# distribution (hypothesis, anyio, typeguard, ...: over a hundred modules), again in every child
+# where bytecode is not written (PYTHONDONTWRITEBYTECODE): seconds of each child's start.
 CHILD_PLUGINS = (
     "gpt2_conformance.pytest_plugin",
     "gpt2_conformance.run.events",

@@ -155,8 +155,8 @@ def pytest_runtest_setup(item):
 def pytest_runtest_call(item):
     """A test of a waived clause (--gpt2c-first-drawn, or a waiver of the pytest route) reports
     its failing example as first drawn: the waiver already names the deviation, and minimising
-    an example the verdict does not need was a fifth of a third-party run (keras-hub on JAX: 92 s,
-    70 s without). hypothesis reads a test's settings when it is called, so they are swapped for
+    an example the verdict does not need was a fifth of a third-party run (keras-hub on JAX:
+    reports/performance.md). hypothesis reads a test's settings when it is called, so they are swapped for
     this call and put back after."""
     marker = item.get_closest_marker("clause")
     test = getattr(item, "obj", None)
@@ -271,7 +271,7 @@ def pytest_runtest_logfinish(nodeid, location):
 
     After a test that imported a framework (an adapter that imports its framework when it is first
     built), that framework is frozen too, as at collection: otherwise each of those collections
-    walks it again (keras-hub-jax: 0.24 s each, 37 per verdict). What the session's and the
+    walks it again (dozens of times per keras-hub-jax verdict). What the session's and the
     module's fixtures hold at that moment is frozen with it: freed at the session's end if a
     reference cycle holds it (one module's adapters, once per process)."""
     global _frozen_modules

@@ -1,4 +1,4 @@
-"""Adapter for a GPT-2 embedding on tinygrad: OURS (model.py), written as tinygrad's own
+"""Adapter for a GPT-2 embedding on tinygrad: OURS (model.py), written as tinygrad's
 examples/gpt2.py writes it (no GPT-2 is packaged with tinygrad), on tinygrad's kernels for its
 CPU device (C source compiled by clang). What is judged is tinygrad: `nn.Embedding` (a one-hot
 compare of the ids against an arange, `where`, and a sum, which tinygrad's scheduler folds into
