@@ -756,7 +756,7 @@ def test_ctrl_c_ends_the_run_and_its_children_at_once(tmp_path, backend):
     import time
 
     target = (
-        ["--backend", "all", "--jobs", "2"]
+        ["--backend", "all", "--jobs", "2", "--no-build-envs"]
         if backend == "all"
         else ["--adapter", "helpers.bad_adapters:HangsInPython", "--timeout", "600"]
     )

@@ -140,7 +140,7 @@ def _model(n_embd: int, dtype: torch.dtype):
     with hf_init.no_init_weights():  # the tables are program inputs; the block's weights are dead code
         model = GPT2LMHeadModel(gpt2_config(n_embd))
     # transformers types .to through functools.wraps, whose _Wrapped loses the bound self (as hf-transformers)
-    return model.to(dtype).eval()  # type: ignore[arg-type]
+    return model.to(dtype).eval()  # type: ignore[arg-type, unused-ignore]
 
 
 def export_program(kind: str, n_embd: int, dtype: str, shape: tuple[int, int]) -> bytes:

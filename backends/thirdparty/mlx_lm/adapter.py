@@ -104,7 +104,7 @@ class MlxLmAdapter(Adapter):
     @classmethod
     def implementation(cls) -> str:
         # mlx.core's stubs (mlx/core/__init__.pyi) lack the __version__ the module has
-        return f"mlx-lm {mlx_lm.__version__} models.gpt2.Model (mlx {mx.__version__}, CPU)"  # type: ignore[attr-defined]
+        return f"mlx-lm {mlx_lm.__version__} models.gpt2.Model (mlx {mx.__version__}, CPU)"  # type: ignore[attr-defined, unused-ignore]  # mlx types it where installed
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)
