@@ -187,7 +187,7 @@ def test_thirdparty_findings_list_each_waiver_file():
     judged = [n for n in BUILTINS if n in registry.judged()]
     assert list(rows) == judged
     for name, row in rows.items():
-        listed = row[2].split(", ")
+        listed = [] if row[2] == "none" else row[2].split(", ")
         assert sorted(listed) == sorted(waiver_clauses(BUILTINS[name])), name
         assert f"({name}.md)" in row[4] and (REPORTS / f"{name}.md").is_file(), name
 
