@@ -7,6 +7,8 @@ describe is what the suite observes: the process dies of SIGABRT on a bad token 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -51,3 +53,23 @@ def test_a_bad_token_id_kills_the_process_as_the_waiver_says(monkeypatch):
     result = runner.run_backend("torch-compile-hf", extra_args=("--gpt2c-case", case))
     (test,) = [t for c in result.clauses for t in c.tests if t.nodeid.endswith(case)]
     assert test.status == "FAIL" and "SIGABRT" in test.message, (test.status, test.message)
+
+
+def test_importing_the_adapter_leaves_the_process_one_thread_so_the_suite_forks():
+    """torch's second thread starts when an adapter is built, not at import: a suite child that
+    has imported the adapter is still one thread and forks a worker per crash (run/forking.py)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import gpt2_conformance.backends.thirdparty.torch_compile_hf.adapter as a\n"
+        "from gpt2_conformance.run import forking\n"
+        "print(forking.only_thread())\n"
+        "from gpt2_conformance.api.adapter import AdapterConfig\n"
+        "a.TorchCompileHFAdapter(AdapterConfig(n_embd=8))\n"
+        "print(forking.only_thread(), a.torch.get_num_threads() >= 2)\n"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "False", "True"], out.stdout

@@ -48,13 +48,6 @@ from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
 from gpt2_conformance.backends.thirdparty.hf_transformers.adapter import HFTransformersAdapter
 from gpt2_conformance.backends.thirdparty.torch_blackbox import TORCH_DTYPES, from_numpy
 
-# Inductor writes a kernel's loops as an OpenMP parallel region only when torch runs more than one
-# thread; its bounds checks (TORCH_CHECK) behave differently inside one (waivers.toml). The suite
-# gives each of its processes a share of the cores (OMP_NUM_THREADS=1 with two shards on two cores),
-# which would judge serial kernels that a deployment on a multi-core CPU never runs: at least two
-# threads here, on every machine, so the verdicts do not depend on the run's --jobs.
-torch.set_num_threads(max(2, torch.get_num_threads()))
-
 # The suite meets each graph in a few variants (batch and length 1 are specialised, a cache or none,
 # three dtypes, with and without grad): room for them all, and past that an error, never eager torch
 torch._dynamo.config.recompile_limit = 64
@@ -98,8 +91,16 @@ class TorchCompileHFAdapter(HFTransformersAdapter):
         )
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
-        # at least two threads, as at import (see there): again here, since anything else in the
-        # process may have set one thread since (the bench's one-thread modes do)
+        # Inductor writes a kernel's loops as an OpenMP parallel region only when torch runs more
+        # than one thread; its bounds checks (TORCH_CHECK) behave differently inside one
+        # (waivers.toml). The suite gives each of its processes a share of the cores
+        # (OMP_NUM_THREADS=1 with two shards on two cores), which would judge serial kernels that a
+        # deployment on a multi-core CPU never runs: at least two threads, on every machine, so the
+        # verdicts do not depend on the run's --jobs. Set here, where every compile and every call
+        # follows, and again for each adapter (the bench's one-thread modes set one thread between
+        # them), never at import: torch starts its pthreadpool's thread in this call, and a suite
+        # child that is still one thread after importing this module forks its test workers
+        # (run/forking.py) instead of paying a new process, import and compilation per crash.
         torch.set_num_threads(max(2, torch.get_num_threads()))
         super().__init__(config)
 
