@@ -422,12 +422,13 @@ class _Process:
             for name, array in arrays:
                 desc, payload = protocol.describe(name, array)
                 if self.files and self.shared is not None and payload.nbytes >= protocol.SHM_MIN_BYTES:
-                    desc["file"] = self.shared.write(payload)
-                    sent_files.append(desc["file"])
+                    desc["file"], only_this_call = self.shared.file_for(array, payload)
+                    if only_this_call:
+                        sent_files.append(desc["file"])
                 else:
                     payloads.append(payload)
                 descs.append(desc)
-            header = json.dumps({"call": method, **fields, "arrays": descs}, separators=(",", ":")).encode()
+            header = json.dumps(protocol.request(method, fields, descs), separators=(",", ":")).encode()
             self._send([memoryview(header + b"\n"), *payloads], end, deadline_s)
             response = self._header(method, end, deadline_s)
             out = self._arrays(response, end, deadline_s) if response["ok"] else []

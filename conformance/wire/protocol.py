@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 
 import numpy as np
 
@@ -99,6 +100,11 @@ def describe(name: str, array: np.ndarray) -> tuple[dict, memoryview]:
     return desc, data.data.cast("B") if data.nbytes else memoryview(b"")
 
 
+def request(call: str, fields: dict, arrays: list[dict]) -> dict:
+    """A request header (the schema's $defs/requests/<call>): the call, its fields, its arrays."""
+    return {"call": call, **fields, "arrays": arrays}
+
+
 def expected_nbytes(desc: dict) -> int:
     return math.prod(desc["shape"]) * ITEMSIZE[desc["dtype"]]
 
@@ -157,6 +163,29 @@ class SharedFolder:
         self.path = tempfile.mkdtemp(prefix=f"{_SHM_PREFIX}{os.getpid()}-", dir=root)
         self.owner = os.getpid()
         self._names = itertools.count()
+        self._kept: dict[int, tuple[weakref.ref, str]] = {}  # id(array) -> (the array, its file)
+
+    def file_for(self, array: np.ndarray, payload: memoryview) -> tuple[str, bool]:
+        """(a file holding the array's bytes, whether it is this call's alone and goes after it). An
+        array nothing can change (the suite's read-only tables) is written once and its file kept
+        while the array lives: the suite loads the same tables into adapter after adapter, and each
+        process reads (or maps) the one file."""
+        from gpt2_conformance.api.machine import immutable
+
+        if not immutable(array):
+            return self.write(payload), True
+        key = id(array)
+        kept = self._kept.get(key)
+        if kept is not None and kept[0]() is array:
+            return kept[1], False
+        name = self.write(payload)
+        self._kept[key] = (weakref.ref(array, lambda _, key=key, name=name: self._forget(key, name)), name)
+        return name, False
+
+    def _forget(self, key: int, name: str) -> None:
+        self._kept.pop(key, None)
+        if os.getpid() == self.owner:
+            self.remove(name)
 
     def write(self, payload: memoryview) -> str:
         """A new file holding `payload`; its name in the folder."""

@@ -86,3 +86,19 @@ def target(args) -> str | None:
     """The command-line target that replays a run of a command (its timeout sets the deadline)."""
     text = getattr(args, "exec_command", None)
     return f"--exec {shlex.quote(text)} --timeout {args.timeout:g}" if text else None
+
+
+# -- `bench --exec` -------------------------------------------------------------------------
+def bench_specs(args) -> list[str]:
+    """The adapter specs of bench's --exec commands (CommandError: one line), each call's deadline
+    half the bench's --timeout."""
+    if getattr(args, "exec_commands", None) and getattr(args, "against", None):
+        raise process.CommandError("--exec does not apply to the gate: it times --adapter and --against only")
+    return [spec_of(text, args.timeout) for text in getattr(args, "exec_commands", None) or ()]
+
+
+def label(spec: str) -> str | None:
+    """How the bench names a command's row (exec IMPLEMENTATION), None for any other spec."""
+    if not spec.startswith(f"{process.SPEC_MODULE}:"):
+        return None
+    return f"exec {adapter_class(spec).HELLO['implementation']}"

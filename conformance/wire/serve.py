@@ -4,11 +4,14 @@
     gpt2-conformance wire serve my_gpt2_adapter:MyAdapter   # or any adapter spec
     python -m gpt2_conformance.wire.serve numpy [--no-shm]
 
-What it is for: `run --exec "gpt2-conformance wire serve numpy"` judges the numpy reference
-through the protocol, which must give the verdicts the reference gets in-process (the check that
-the wire loses nothing), and it is the transport's measure (reports/wire-transport.md: the same
-reference served over the pipe, over shared memory and called in-process). It is also a template
-for a server in front of something that is not Python.
+A built-in backend's hello names its waiver file (or --waivers FILE), so `run --exec` applies the
+waivers `run --backend` does.
+
+What it is for: `run --exec "gpt2-conformance wire serve numpy"` judges the numpy reference through
+the protocol, which must give the verdicts the reference gets in-process (the check that the wire
+loses nothing), and it is the transport's measure (reports/wire.md: the same reference served over
+the pipe, over shared memory and called in-process). It is also a template for a server in front
+of something that is not Python.
 
 The adapter runs as the suite would run it: its exceptions become error responses (the kind its
 class derives from, or the api's own error names, which the hello maps), its arrays are sent as
@@ -49,10 +52,10 @@ def _kind(exc: BaseException) -> str:
 
 
 class Server:
-    def __init__(self, factory, name: str, files: bool = True):
+    def __init__(self, factory, name: str, files: bool = True, waivers: str | None = None):
         from gpt2_conformance.api.adapter import capabilities_of
 
-        self.factory, self.name, self.offer_files = factory, name, files
+        self.factory, self.name, self.offer_files, self.waivers = factory, name, files, waivers
         self.capabilities = capabilities_of(factory)
         self.adapter: Any = None
         self.shared: str | None = None
@@ -128,7 +131,7 @@ class Server:
             },
             "errors": dict(_API_ERRORS),
             "shm": self.shared is not None,
-        }
+        } | ({"waivers": os.path.abspath(self.waivers)} if self.waivers else {})
 
     # -- arrays ---------------------------------------------------------------------------
     def _receive(self, desc: dict) -> np.ndarray:
@@ -180,6 +183,9 @@ class Server:
 def add_arguments(parser) -> None:
     parser.add_argument("adapter", help="a backend name (gpt2-conformance list) or package.module:factory")
     parser.add_argument("--no-shm", action="store_true", help="send every array through the pipe, none as a file")
+    parser.add_argument(
+        "--waivers", metavar="FILE", help="the waiver file the hello names (default: a built-in backend's own, if any)"
+    )
 
 
 def serve(args) -> int:
@@ -191,7 +197,8 @@ def serve(args) -> int:
         print(f"gpt2-conformance wire serve: error: {exc}", file=sys.stderr)
         return 2
     try:
-        return Server(factory, args.adapter, files=not args.no_shm).serve()
+        waivers = args.waivers or registry.waivers_file(args.adapter, factory)
+        return Server(factory, args.adapter, files=not args.no_shm, waivers=waivers).serve()
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return 0
 

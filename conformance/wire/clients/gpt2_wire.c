@@ -36,6 +36,7 @@ static const size_t SHM_MIN_BYTES = 1 << 20; /* smaller arrays travel in the pip
 /* ---- the model ------------------------------------------------------------------------ */
 static long long d = 768;           /* n_embd, from the hello's config */
 static float *wte, *wpe;            /* [N_VOCAB, d] and [N_CTX, d], owned */
+static size_t wte_mapped, wpe_mapped; /* their bytes where they are mappings of the suite's files */
 static char shm_dir[4096];          /* the shared folder the hello offered ("" : none) */
 
 /* ---- a tiny JSON reader: enough for the suite's request headers ------------------------ */
@@ -166,6 +167,7 @@ typedef struct {
     int ndim; long long shape[8];
     size_t nbytes;
     void *data;                     /* malloc'd, or mapped from a file of the shared folder */
+    int mapped;
     char file[160];                 /* the file an answer is written to ("" : the pipe) */
 } Array;
 static Array in[4], out[2];
@@ -178,6 +180,8 @@ static void copy_text(char *dst, size_t size, const Json *s) {
     dst[n] = 0;
 }
 
+static void release(void *data, size_t mapped) { if (mapped) munmap(data, mapped); else free(data); }
+
 static int read_array(Array *a, const Json *desc) { /* every array of a request is read, even one refused */
     memset(a, 0, sizeof *a);
     copy_text(a->name, sizeof a->name, get(desc, "name"));
@@ -185,17 +189,22 @@ static int read_array(Array *a, const Json *desc) { /* every array of a request 
     for (Json *s = get(desc, "shape") ? get(desc, "shape")->child : NULL; s && a->ndim < 8; s = s->next)
         a->shape[a->ndim++] = integer(s);
     a->nbytes = (size_t)integer(get(desc, "nbytes"));
+    Json *file = get(desc, "file");
+    if (file && a->nbytes) { /* mapped, not read: the suite never changes its files, and a private
+                                mapping copies a page only where this process writes to it */
+        char path[4300], name[160];
+        copy_text(name, sizeof name, file);
+        snprintf(path, sizeof path, "%s/%s", shm_dir, name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) return -1;
+        a->data = mmap(NULL, a->nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        close(fd);
+        a->mapped = a->data != MAP_FAILED;
+        return a->mapped ? 0 : -1;
+    }
     a->data = malloc(a->nbytes ? a->nbytes : 1);
     if (!a->data) { fprintf(stderr, "gpt2_wire: out of memory for %zu bytes\n", a->nbytes); exit(1); }
-    Json *file = get(desc, "file");
-    if (!file) return read_exact(0, a->data, a->nbytes);
-    char path[4300], name[160];
-    copy_text(name, sizeof name, file);
-    snprintf(path, sizeof path, "%s/%s", shm_dir, name);
-    int fd = open(path, O_RDONLY);
-    int bad = fd < 0 || read_exact(fd, a->data, a->nbytes);
-    if (fd >= 0) close(fd);
-    return bad ? -1 : 0;
+    return read_exact(0, a->data, a->nbytes);
 }
 
 static const char *shape_text(const Array *a) { /* as Python prints a shape: (3,), (2, 768) */
@@ -388,8 +397,10 @@ static int load_tables(void) {
     snprintf(want_wte, sizeof want_wte, "(%d, %lld)", N_VOCAB, d);
     snprintf(want_wpe, sizeof want_wpe, "(%d, %lld)", N_CTX, d);
     if (check_float(&in[0], 2, (long long[]){N_VOCAB, d}, want_wte) || check_float(&in[1], 2, (long long[]){N_CTX, d}, want_wpe)) return -1;
-    free(wte); free(wpe);
+    release(wte, wte_mapped); release(wpe, wpe_mapped);
     wte = in[0].data; wpe = in[1].data; /* the arrays just read are ours: no copy */
+    wte_mapped = in[0].mapped ? in[0].nbytes : 0;
+    wpe_mapped = in[1].mapped ? in[1].nbytes : 0;
     in[0].data = in[1].data = NULL;
     return 0;
 }
@@ -443,7 +454,8 @@ static int hello(const Json *req) {
         if (!is(dtype, "float32"))
             return fail("ValueError", "dtype %.*s is not claimed: float32 only", dtype ? (int)dtype->len : 0, dtype ? dtype->text : "");
         d = integer(get(config, "n_embd"));
-        free(wte); free(wpe);
+        release(wte, wte_mapped); release(wpe, wpe_mapped);
+        wte_mapped = wpe_mapped = 0;
         wte = calloc((size_t)(N_VOCAB * d), 4); /* zeros until load_tables or init_tables */
         wpe = calloc((size_t)(N_CTX * d), 4);
         if (!wte || !wpe) return fail("RuntimeError", "out of memory for tables of d = %lld", d);
@@ -503,7 +515,7 @@ int main(void) {
                    : fail("ValueError", "unknown call");
         if (status < 0) { drop_answers(); send_error(); }
         else if (status == 0) send_answers();
-        for (int i = 0; i < n_in; i++) free(in[i].data);
+        for (int i = 0; i < n_in; i++) if (in[i].data) release(in[i].data, in[i].mapped ? in[i].nbytes : 0);
     }
     return 0;
 }
