@@ -13,6 +13,7 @@ pieces of its buffer's size, while a file in /dev/shm is written once and mapped
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import mmap
@@ -179,10 +180,10 @@ class SharedFolder:
         if kept is not None and kept[0]() is array:
             return kept[1], False
         name = self.write(payload)
-        self._kept[key] = (weakref.ref(array, lambda _, key=key, name=name: self._forget(key, name)), name)
+        self._kept[key] = (weakref.ref(array, functools.partial(self._forget, key, name)), name)
         return name, False
 
-    def _forget(self, key: int, name: str) -> None:
+    def _forget(self, key: int, name: str, _dead=None) -> None:
         self._kept.pop(key, None)
         if os.getpid() == self.owner:
             self.remove(name)
