@@ -111,7 +111,7 @@ def adapter_class(argv: list[str], cwd: str | None = None, deadline: float = DEF
     try:
         process = _Process(argv, cwd, shared=None)
     except OSError as exc:
-        raise CommandError(f"--exec {shown!r}: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+        raise CommandError(f"{shown!r}: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     try:
         hello, _ = process.exchange("hello", {"protocol": protocol.PROTOCOL, "config": None, "shm": None}, [], deadline)
         if not hello["ok"]:
@@ -119,7 +119,7 @@ def adapter_class(argv: list[str], cwd: str | None = None, deadline: float = DEF
             raise _Broken(f"its hello is an error: {error['kind']}: {error['message']}")
         capabilities = _capabilities(hello["capabilities"])
     except _Broken as exc:
-        raise CommandError(f"--exec {shown!r}: hello: {exc}") from None
+        raise CommandError(f"{shown!r}: hello: {exc}") from None
     finally:
         process.close()
     waivers = hello.get("waivers")
@@ -457,9 +457,13 @@ class _Process:
                 except BlockingIOError:
                     continue
                 except BrokenPipeError:
+                    death = self._death(wait=True)
+                    while not self.stdout_closed and len(self.pending) < protocol.MAX_HEADER:
+                        self._read_some()  # what it wrote before it went, if anything
+                    wrote = f", having written {_quote(self.pending)}" if self.pending else ""
                     raise _Broken(
                         f"the process closed its stdin after {sent} of the request's {total} bytes: it "
-                        f"{self._death(wait=True)}{self._stderr_said()}"
+                        f"{death}{wrote}{self._stderr_said()}"
                     ) from None
                 done += n
                 sent += n

@@ -49,7 +49,10 @@ def deadline(timeout: float | None) -> float:
 def spec_of(text: str, timeout: float | None, option: str = "--exec") -> str:
     """The adapter spec for a command line, its process probed (CommandError: one line)."""
     spec = process.spec(argv_of(text, option), deadline=deadline(timeout))
-    adapter_class(spec)
+    try:
+        adapter_class(spec)
+    except process.CommandError as exc:
+        raise process.CommandError(f"{option} {exc}") from None
     return spec
 
 

@@ -17,7 +17,7 @@ const fs = require('fs');
 
 const N_VOCAB = 50257, N_CTX = 1024;
 const SHM_MIN_BYTES = 1 << 20; // smaller arrays travel in the pipe
-const HEAD_ROWS = 64; // wte rows kept in cache while every h row meets them
+const HEAD_ROWS = 64; // h rows kept in cache while every wte row meets them
 
 // ---- reading stdin and writing stdout, synchronously ---------------------------------------
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -144,13 +144,16 @@ const calls = {
   logits(req, [a]) {
     const h = checkFloat(a, [null, null, d], `(B, T, ${d})`), n = h.length / d;
     const out = new Float32Array(n * N_VOCAB);
-    for (let r0 = 0; r0 < N_VOCAB; r0 += HEAD_ROWS) {
-      const r1 = Math.min(r0 + HEAD_ROWS, N_VOCAB);
-      for (let i = 0; i < n; i++) {
-        for (let r = r0; r < r1; r++) {
-          let s = 0; // accumulated in double: rounded once, to float32
-          for (let j = 0, x = i * d, w = r * d; j < d; j++) s += h[x + j] * wte[w + j];
-          out[i * N_VOCAB + r] = s;
+    for (let i0 = 0; i0 < n; i0 += HEAD_ROWS) { // a block of h rows stays in cache while every wte row meets it
+      const i1 = Math.min(i0 + HEAD_ROWS, n);
+      for (let r = 0; r < N_VOCAB; r++) {
+        const w = wte.subarray(r * d, (r + 1) * d);
+        for (let i = i0; i < i1; i++) {
+          const x = h.subarray(i * d, (i + 1) * d);
+          let s0 = 0, s1 = 0, s2 = 0, s3 = 0, j = 0; // four running sums, in double: rounded once, to float32
+          for (; j + 4 <= d; j += 4) { s0 += x[j] * w[j]; s1 += x[j + 1] * w[j + 1]; s2 += x[j + 2] * w[j + 2]; s3 += x[j + 3] * w[j + 3]; }
+          for (; j < d; j++) s0 += x[j] * w[j];
+          out[i * N_VOCAB + r] = (s0 + s1) + (s2 + s3);
         }
       }
     }
@@ -165,10 +168,11 @@ const calls = {
     embedInto(h, values, seq, past);
     const gw = new Float32Array(N_VOCAB * d), gp = new Float32Array(N_CTX * d);
     for (let r = 0; r < N_VOCAB; r++) { // L = <ch, h> + <cl, h wte^T>: the head's two roles
+      const w = wte.subarray(r * d, (r + 1) * d), g = gw.subarray(r * d, (r + 1) * d);
       for (let i = 0; i < n; i++) {
-        const c = cl[i * N_VOCAB + r];
+        const c = cl[i * N_VOCAB + r], x = h.subarray(i * d, (i + 1) * d), dx = dh.subarray(i * d, (i + 1) * d);
         if (c === 0) continue;
-        for (let j = 0; j < d; j++) { dh[i * d + j] += c * wte[r * d + j]; gw[r * d + j] += c * h[i * d + j]; }
+        for (let j = 0; j < d; j++) { dx[j] += c * w[j]; g[j] += c * x[j]; }
       }
     }
     for (let i = 0; i < n; i++) { // the gather's role: dL/dh back to the rows it read
