@@ -42,6 +42,7 @@ import weakref
 import numpy as np
 
 from gpt2_conformance.api.adapter import Adapter, AdapterConfig, Capabilities
+from gpt2_conformance.api.machine import immutable
 from gpt2_conformance.runtime.calls import describe_array, describe_call
 from gpt2_conformance.runtime.guard import mark_raised_by_adapter
 from gpt2_conformance.wire import protocol, schema
@@ -339,8 +340,6 @@ class ProcessAdapter(Adapter):
 
 def _kept(array) -> np.ndarray:
     """An array the journal may replay later: the caller's own when nothing can change it, else a copy."""
-    from gpt2_conformance.api.machine import immutable
-
     return array if isinstance(array, np.ndarray) and immutable(array) else np.array(array, copy=True)
 
 
@@ -417,27 +416,20 @@ class _Process:
         end = time.monotonic() + deadline_s
         self.err_head.clear()
         self.err_tail.clear()
-        descs, payloads, sent_files = [], [], []
-        try:
-            for name, array in arrays:
-                desc, payload = protocol.describe(name, array)
-                if self.files and self.shared is not None and payload.nbytes >= protocol.SHM_MIN_BYTES:
-                    desc["file"], only_this_call = self.shared.file_for(array, payload)
-                    if only_this_call:
-                        sent_files.append(desc["file"])
-                else:
-                    payloads.append(payload)
-                descs.append(desc)
-            header = json.dumps(protocol.request(method, fields, descs), separators=(",", ":")).encode()
-            self._send([memoryview(header + b"\n"), *payloads], end, deadline_s)
-            response = self._header(method, end, deadline_s)
-            out = self._arrays(response, end, deadline_s) if response["ok"] else []
-            self._quiet()
-            return response, out
-        finally:
-            if self.shared is not None:
-                for name in sent_files:
-                    self.shared.remove(name)
+        descs, payloads = [], []
+        for name, array in arrays:
+            desc, payload = protocol.describe(name, array)
+            if self.files and self.shared is not None and payload.nbytes >= protocol.SHM_MIN_BYTES and immutable(array):
+                desc["file"] = self.shared.file_for(array, payload)  # the suite's tables: one file for every load
+            else:
+                payloads.append(payload)
+            descs.append(desc)
+        header = json.dumps(protocol.request(method, fields, descs), separators=(",", ":")).encode()
+        self._send([memoryview(header + b"\n"), *payloads], end, deadline_s)
+        response = self._header(method, end, deadline_s)
+        out = self._arrays(response, end, deadline_s) if response["ok"] else []
+        self._quiet()
+        return response, out
 
     def _send(self, pieces: list[memoryview], end: float, deadline_s: float) -> None:
         total = sum(p.nbytes for p in pieces)

@@ -1,14 +1,15 @@
 """The wire protocol's vocabulary, shared by the suite's side (process.py) and the Python server
 (serve.py): the array descriptors, the typed scalars, which arrays each call carries, and the
-folder of shared memory that large arrays travel through instead of the pipe.
+folder of shared memory that the suite's read-only tables travel through instead of the pipe.
 
 A message is one line of JSON, the header, then the raw bytes of the arrays it lists (the
 schema's description in protocol-1.schema.json says it in full). An array is described by its
-numpy dtype name, shape, byte order and byte count, and its bytes are C order; an array of at
-least SHM_MIN_BYTES may instead be a file in the shared folder, when the other side said it
-takes files (the hello). Why both: a pipe moves every byte twice (into the kernel and out) in
-pieces of its buffer's size, while a file in /dev/shm is written once and mapped by the reader
-(the figures: reports/wire-transport.md)."""
+numpy dtype name, shape, byte order and byte count, and its bytes are C order; an array may
+instead be a file in the shared folder, where the hello said the process takes files. Where a
+file pays (reports/wire.md): not for an array sent once, which a pipe of 1 MiB moves as fast or
+faster at every size measured; but the suite loads the same read-only tables into adapter after
+adapter, each a new process, and written once as a file they are mapped (or read) by every one of
+them, where the pipe would move 154-329 MB per load."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ import numpy as np
 
 PROTOCOL = 1
 MAX_HEADER = 1 << 16  # bytes of one header line, newline included
-# arrays this large or larger go through the shared folder where both sides take files
-# (reports/wire-transport.md measured where the file starts to pay)
+# read-only arrays this large or larger go to a process that takes files as one (a smaller one goes
+# through the pipe, where a file costs more than its bytes: reports/wire.md); servers that answer with
+# files use it too
 SHM_MIN_BYTES = 1 << 20
 SHM_ROOT = "/dev/shm"
 _SHM_PREFIX = "gpt2c-wire-"
@@ -166,22 +168,16 @@ class SharedFolder:
         self._names = itertools.count()
         self._kept: dict[int, tuple[weakref.ref, str]] = {}  # id(array) -> (the array, its file)
 
-    def file_for(self, array: np.ndarray, payload: memoryview) -> tuple[str, bool]:
-        """(a file holding the array's bytes, whether it is this call's alone and goes after it). An
-        array nothing can change (the suite's read-only tables) is written once and its file kept
-        while the array lives: the suite loads the same tables into adapter after adapter, and each
-        process reads (or maps) the one file."""
-        from gpt2_conformance.api.machine import immutable
-
-        if not immutable(array):
-            return self.write(payload), True
+    def file_for(self, array: np.ndarray, payload: memoryview) -> str:
+        """The file holding a read-only array's bytes: written once and kept while the array lives, so
+        the suite's tables, loaded into adapter after adapter, are one file that each process maps."""
         key = id(array)
         kept = self._kept.get(key)
         if kept is not None and kept[0]() is array:
-            return kept[1], False
+            return kept[1]
         name = self.write(payload)
         self._kept[key] = (weakref.ref(array, functools.partial(self._forget, key, name)), name)
-        return name, False
+        return name
 
     def _forget(self, key: int, name: str, _dead=None) -> None:
         self._kept.pop(key, None)

@@ -8,15 +8,14 @@
 //     logits   = h_final @ wte^T                            the head is wte itself (tied)
 //
 // The suite writes requests to stdin and reads one response per request from stdout. A message
-// is one line of JSON (the header) followed by the raw bytes of the arrays it lists; a large
-// array may be a file in the shared-memory folder the hello offers instead. stdout carries the
-// protocol only (anything for a human goes to stderr); the process ends at the end of stdin.
+// is one line of JSON (the header) followed by the raw bytes of the arrays it lists; the suite's
+// tables come as files of the shared-memory folder the hello offers. stdout carries the protocol
+// only (anything for a human goes to stderr); the process ends at the end of stdin.
 // The protocol: the package's wire/protocol-1.schema.json and docs/any-language.md.
 'use strict';
 const fs = require('fs');
 
 const N_VOCAB = 50257, N_CTX = 1024;
-const SHM_MIN_BYTES = 1 << 20; // smaller arrays travel in the pipe
 const HEAD_ROWS = 64; // h rows kept in cache while every wte row meets them
 
 // ---- reading stdin and writing stdout, synchronously ---------------------------------------
@@ -210,7 +209,6 @@ const calls = {
 const NEEDS = { load_tables: 2, gradients: 3, embed: 1, logits: 1, assign_wte_row: 1 };
 
 // ---- the conversation --------------------------------------------------------------------------
-let serial = 0;
 for (let line; (line = readLine()) !== null;) {
   const req = JSON.parse(line);
   const arrays = (req.arrays || []).map(readArray);
@@ -225,16 +223,7 @@ for (let line; (line = readLine()) !== null;) {
     head = { ok: false, error: { kind: e.kind, message: e.message } };
     outs = [];
   }
-  if (outs.length) {
-    head.arrays = outs.map(([name, shape, data]) => {
-      const desc = { name, dtype: 'float32', shape, byteorder: 'little', nbytes: data.byteLength };
-      if (shmDir && data.byteLength >= SHM_MIN_BYTES) { // a file the suite maps: the pipe is left out
-        desc.file = `js${process.pid}-${++serial}.bin`;
-        fs.writeFileSync(`${shmDir}/${desc.file}`, asBytes(data));
-      }
-      return desc;
-    });
-  }
+  if (outs.length) head.arrays = outs.map(([name, shape, data]) => ({ name, dtype: 'float32', shape, byteorder: 'little', nbytes: data.byteLength }));
   writeAll(Buffer.from(JSON.stringify(head) + '\n'));
-  for (const [, , data] of outs) if (!(shmDir && data.byteLength >= SHM_MIN_BYTES)) writeAll(asBytes(data));
+  for (const [, , data] of outs) writeAll(asBytes(data)); // after the header, in the pipe
 }

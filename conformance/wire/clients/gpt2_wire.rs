@@ -8,16 +8,15 @@
 //!     logits   = h_final @ wte^T                            the head is wte itself (tied)
 //!
 //! The suite writes requests to stdin and reads one response per request from stdout. A message
-//! is one line of JSON (the header) followed by the raw bytes of the arrays it lists; a large
-//! array may be a file in the shared-memory folder the hello offers instead. stdout carries the
-//! protocol only (anything for a human goes to stderr); the process ends at the end of stdin.
+//! is one line of JSON (the header) followed by the raw bytes of the arrays it lists; the suite's
+//! tables come as files of the shared-memory folder the hello offers. stdout carries the protocol
+//! only (anything for a human goes to stderr); the process ends at the end of stdin.
 //! The protocol: the package's wire/protocol-1.schema.json and docs/any-language.md.
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 const N_VOCAB: usize = 50257;
 const N_CTX: usize = 1024;
-const SHM_MIN_BYTES: usize = 1 << 20; // smaller arrays travel in the pipe
 const HEAD_ROWS: usize = 64; // wte rows kept in cache while every h row meets them
 
 // ---- a tiny JSON reader: enough for the suite's request headers -------------------------
@@ -396,7 +395,6 @@ fn main() -> io::Result<()> {
     let mut stdout = io::stdout().lock();
     let mut model = Model { d: 768, wte: vec![], wpe: vec![] };
     let mut shm: Option<String> = None;
-    let mut serial = 0u32;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -462,24 +460,18 @@ fn main() -> io::Result<()> {
                 format!("{{\"ok\":true,\"parameters\":{{\"wte\":[{N_VOCAB},{d}],\"wpe\":[{N_CTX},{d}]}}}}", d = model.d)
             }
             (Ok(outs), _) => {
-                // each array in the pipe after the header, or in a file of the shared folder when large
-                let mut descs = Vec::new();
-                for out in outs {
-                    let nbytes = out.data.len() * 4;
-                    let shape: Vec<String> = out.shape.iter().map(|n| n.to_string()).collect();
-                    let mut desc = format!(
-                        "{{\"name\":\"{}\",\"dtype\":\"float32\",\"shape\":[{}],\"byteorder\":\"little\",\"nbytes\":{nbytes}",
-                        out.name,
-                        shape.join(",")
-                    );
-                    if let (Some(dir), true) = (&shm, nbytes >= SHM_MIN_BYTES) {
-                        serial += 1;
-                        let file = format!("rs{}-{serial}.bin", std::process::id());
-                        File::create(format!("{dir}/{file}"))?.write_all(as_bytes(&out.data, nbytes))?;
-                        desc += &format!(",\"file\":\"{file}\"");
-                    }
-                    descs.push(desc + "}");
-                }
+                let descs: Vec<String> = outs
+                    .iter()
+                    .map(|out| {
+                        let shape: Vec<String> = out.shape.iter().map(|n| n.to_string()).collect();
+                        format!(
+                            "{{\"name\":\"{}\",\"dtype\":\"float32\",\"shape\":[{}],\"byteorder\":\"little\",\"nbytes\":{}}}",
+                            out.name,
+                            shape.join(","),
+                            out.data.len() * 4
+                        )
+                    })
+                    .collect();
                 format!("{{\"ok\":true,\"arrays\":[{}]}}", descs.join(","))
             }
         };
@@ -487,10 +479,7 @@ fn main() -> io::Result<()> {
         stdout.write_all(b"\n")?;
         if let Ok(outs) = &answer {
             for out in outs {
-                let nbytes = out.data.len() * 4;
-                if shm.is_none() || nbytes < SHM_MIN_BYTES {
-                    stdout.write_all(as_bytes(&out.data, nbytes))?;
-                }
+                stdout.write_all(as_bytes(&out.data, out.data.len() * 4))?; // after the header, in the pipe
             }
         }
         stdout.flush()?;
