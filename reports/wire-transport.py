@@ -1,12 +1,11 @@
 """The wire protocol's cost, measured side by side in one run: the numpy reference called in this
-process, and the same reference served over the protocol by gpt2_conformance.wire.serve three
-ways: every array through the pipe (--no-shm); every large array as a file in /dev/shm, both ways
-(--file-answers); and as `run --exec` does it (files for the suite's read-only tables, the pipe for
-the rest). A round times one call on every transport back to back; the medians are printed as the
-Markdown table of reports/wire.md.
+process, and the same reference served over the protocol by gpt2_conformance.wire.serve, every
+array through the pipe (--no-shm) or, as `run --exec` does with a process that takes files, the
+suite's read-only tables and the large answers as files in /dev/shm. A round times one call on
+every transport back to back; the medians are printed as the Markdown table of reports/wire.md.
 
     python reports/wire-transport.py [ROUNDS]        (default 7; run it alone on the machine)
-    python reports/wire-transport.py threshold       (the pipe against a file, 16 KiB to 256 MiB)
+    python reports/wire-transport.py threshold       (a bare transfer: the pipe against a file)
 
 The calls: the largest logits the issue names, h_final [3, 1024, 768] -> logits [3, 1024, 50257]
 float32 (617 MB back); load_tables at d = 768 and 1600 (154 and 329 MB in); tables() at d = 1600
@@ -33,14 +32,7 @@ from gpt2_conformance.runtime.tables import random_tables
 from gpt2_conformance.wire import process
 
 SERVE = [sys.executable, "-m", "gpt2_conformance.wire.serve", "numpy"]
-# the protocol three ways: every array through the pipe; every array of 1 MiB or more as a file, both
-# ways; and as `run --exec` does it, files for the suite's read-only tables only
-TRANSPORTS = {
-    "in-process": None,
-    "pipe": [*SERVE, "--no-shm"],
-    "files both ways": [*SERVE, "--file-answers"],
-    "as run --exec": SERVE,
-}
+TRANSPORTS = {"in-process": None, "pipe": [*SERVE, "--no-shm"], "shared memory": SERVE}
 
 
 def adapters(d: int) -> dict:

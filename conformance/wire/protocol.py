@@ -1,15 +1,17 @@
 """The wire protocol's vocabulary, shared by the suite's side (process.py) and the Python server
 (serve.py): the array descriptors, the typed scalars, which arrays each call carries, and the
-folder of shared memory that the suite's read-only tables travel through instead of the pipe.
+folder of shared memory that large arrays may travel through instead of the pipe.
 
 A message is one line of JSON, the header, then the raw bytes of the arrays it lists (the
 schema's description in protocol-1.schema.json says it in full). An array is described by its
 numpy dtype name, shape, byte order and byte count, and its bytes are C order; an array may
-instead be a file in the shared folder, where the hello said the process takes files. Where a
-file pays (reports/wire.md): not for an array sent once, which a pipe of 1 MiB moves as fast or
-faster at every size measured; but the suite loads the same read-only tables into adapter after
-adapter, each a new process, and written once as a file they are mapped (or read) by every one of
-them, where the pipe would move 154-329 MB per load."""
+instead be a file in the shared folder, where the hello said the process takes files. Where the
+suite uses a file (the measurements: reports/wire.md): for its read-only tables, which it loads
+into adapter after adapter, each a new process, so that one file written once is mapped (or read)
+by every one of them instead of the whole table going through a pipe per load. Any other array it
+sends goes through the pipe, which moved a bare transfer of one array as fast as a file or faster.
+A process may answer with files, as serve.py does with large answers: the suite's largest logits
+came back faster that way than through the pipe."""
 
 from __future__ import annotations
 

@@ -52,11 +52,10 @@ def _kind(exc: BaseException) -> str:
 
 
 class Server:
-    def __init__(self, factory, name: str, files: bool = True, waivers: str | None = None, file_answers: bool = False):
+    def __init__(self, factory, name: str, files: bool = True, waivers: str | None = None):
         from gpt2_conformance.api.adapter import capabilities_of
 
         self.factory, self.name, self.offer_files, self.waivers = factory, name, files, waivers
-        self.file_answers = file_answers
         self.capabilities = capabilities_of(factory)
         self.adapter: Any = None
         self.shared: str | None = None
@@ -154,7 +153,7 @@ class Server:
         descs, payloads = [], []
         for name, array in arrays:
             desc, payload = protocol.describe(name, np.asarray(array))
-            if self.shared and self.file_answers and payload.nbytes >= protocol.SHM_MIN_BYTES:
+            if self.shared and payload.nbytes >= protocol.SHM_MIN_BYTES:
                 desc["file"] = self._file(payload)
             else:
                 payloads.append(payload)
@@ -184,13 +183,7 @@ class Server:
 
 def add_arguments(parser) -> None:
     parser.add_argument("adapter", help="a backend name (gpt2-conformance list) or package.module:factory")
-    parser.add_argument("--no-shm", action="store_true", help="take every array through the pipe, none as a file")
-    parser.add_argument(
-        "--file-answers",
-        action="store_true",
-        help="answer with arrays of 1 MiB or more as files of the shared folder (measured against the pipe "
-        "in reports/wire.md: no faster)",
-    )
+    parser.add_argument("--no-shm", action="store_true", help="every array through the pipe, none as a file, both ways")
     parser.add_argument(
         "--waivers", metavar="FILE", help="the waiver file the hello names (default: a built-in backend's own, if any)"
     )
@@ -206,7 +199,7 @@ def serve(args) -> int:
         return 2
     try:
         waivers = args.waivers or registry.waivers_file(args.adapter, factory)
-        return Server(factory, args.adapter, not args.no_shm, waivers, args.file_answers).serve()
+        return Server(factory, args.adapter, not args.no_shm, waivers).serve()
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return 0
 

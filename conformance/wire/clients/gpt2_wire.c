@@ -8,8 +8,9 @@
  *     logits   = h_final @ wte^T                            the head is wte itself (tied)
  *
  * The suite writes requests to stdin and reads one response per request from stdout. A message
- * is one line of JSON (the header) followed by the raw bytes of the arrays it lists; the suite's
- * tables come as files of the shared-memory folder the hello offers, which it maps. Anything
+ * is one line of JSON (the header) followed by the raw bytes of the arrays it lists; a large
+ * array may be a file in the shared-memory folder the hello offers instead: the suite's tables come
+ * as files this client maps, and it writes its large answers straight into new files there. Anything
  * meant for a human goes to stderr: stdout carries the protocol only. The process ends at the end
  * of stdin.
  * The protocol: the package's wire/protocol-1.schema.json and docs/any-language.md.
@@ -32,6 +33,7 @@
 #endif
 
 enum { N_VOCAB = 50257, N_CTX = 1024, MAX_HEADER = 65536, MAX_NODES = 1024, HEAD_ROWS = 64 };
+static const size_t SHM_MIN_BYTES = 1 << 20; /* smaller arrays travel in the pipe */
 
 /* ---- the model ------------------------------------------------------------------------ */
 static long long d = 768;           /* n_embd, from the hello's config */
@@ -168,6 +170,7 @@ typedef struct {
     size_t nbytes;
     void *data;                     /* malloc'd, or mapped from a file of the shared folder */
     int mapped;
+    char file[160];                 /* the file an answer is written to ("" : the pipe) */
 } Array;
 static Array in[4], out[2];
 static int n_in, n_out;
@@ -214,9 +217,11 @@ static const char *shape_text(const Array *a) { /* as Python prints a shape: (3,
     return s;
 }
 
-/* An answer's array: in memory, written to stdout after the header (a file would not be faster:
- * the pipe moves an array sent once as fast, reports/wire.md). */
+/* An answer's array: in a new file of the shared folder when it is large and one was offered (the
+ * method computes into the mapping and the suite maps the file: nothing is copied), else in memory,
+ * written to stdout after the header. */
 static float *answer(const char *name, int ndim, long long d0, long long d1, long long d2) {
+    static unsigned serial;
     Array *a = &out[n_out++];
     memset(a, 0, sizeof *a);
     snprintf(a->name, sizeof a->name, "%s", name);
@@ -224,13 +229,33 @@ static float *answer(const char *name, int ndim, long long d0, long long d1, lon
     long long dims[3] = {d0, d1, d2};
     a->ndim = ndim; a->nbytes = 4;
     for (int i = 0; i < ndim; i++) a->nbytes *= (size_t)(a->shape[i] = dims[i]);
+    if (shm_dir[0] && a->nbytes >= SHM_MIN_BYTES) {
+        char path[4300];
+        snprintf(a->file, sizeof a->file, "c%ld-%u.bin", (long)getpid(), serial++);
+        snprintf(path, sizeof path, "%s/%s", shm_dir, a->file);
+        int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd >= 0 && ftruncate(fd, (off_t)a->nbytes) == 0) {
+            a->data = mmap(NULL, a->nbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+            if (a->data != MAP_FAILED) return a->data;
+        } else if (fd >= 0) close(fd);
+        unlink(path);
+        a->file[0] = 0; /* no room there: the pipe */
+    }
     a->data = malloc(a->nbytes ? a->nbytes : 1);
     if (!a->data) { fprintf(stderr, "gpt2_wire: out of memory for %zu bytes\n", a->nbytes); exit(1); }
     return a->data;
 }
 
 static void drop_answers(void) { /* after an error: nothing of them is sent */
-    for (int i = 0; i < n_out; i++) free(out[i].data);
+    for (int i = 0; i < n_out; i++) {
+        if (out[i].file[0]) {
+            char path[4300];
+            munmap(out[i].data, out[i].nbytes);
+            snprintf(path, sizeof path, "%s/%s", shm_dir, out[i].file);
+            unlink(path);
+        } else free(out[i].data);
+    }
     n_out = 0;
 }
 
@@ -241,11 +266,15 @@ static void send_answers(void) {
         Array *a = &out[i];
         k += snprintf(head + k, sizeof head - k, "%s{\"name\":\"%s\",\"dtype\":\"%s\",\"shape\":[", i ? "," : "", a->name, a->dtype);
         for (int j = 0; j < a->ndim; j++) k += snprintf(head + k, sizeof head - k, j ? ",%lld" : "%lld", a->shape[j]);
-        k += snprintf(head + k, sizeof head - k, "],\"byteorder\":\"little\",\"nbytes\":%zu}", a->nbytes);
+        k += snprintf(head + k, sizeof head - k, "],\"byteorder\":\"little\",\"nbytes\":%zu", a->nbytes);
+        k += snprintf(head + k, sizeof head - k, a->file[0] ? ",\"file\":\"%s\"}" : "}", a->file);
     }
     k += snprintf(head + k, sizeof head - k, "]}\n");
     write_all(head, (size_t)k);
-    for (int i = 0; i < n_out; i++) { write_all(out[i].data, out[i].nbytes); free(out[i].data); }
+    for (int i = 0; i < n_out; i++) {
+        if (out[i].file[0]) munmap(out[i].data, out[i].nbytes);
+        else { write_all(out[i].data, out[i].nbytes); free(out[i].data); }
+    }
     n_out = 0;
 }
 
