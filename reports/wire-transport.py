@@ -5,7 +5,7 @@ suite's read-only tables and the large answers as files in /dev/shm. A round tim
 every transport back to back; the medians are printed as the Markdown table of reports/wire.md.
 
     python reports/wire-transport.py [ROUNDS]        (default 7; run it alone on the machine)
-    python reports/wire-transport.py threshold       (a bare transfer: the pipe against a file)
+    python reports/wire-transport.py threshold       (a bare transfer: the pipe against a file; fresh pages)
 
 The calls: the largest logits the issue names, h_final [3, 1024, 768] -> logits [3, 1024, 50257]
 float32 (617 MB back); load_tables at d = 768 and 1600 (154 and 329 MB in); tables() at d = 1600
@@ -125,6 +125,43 @@ def threshold(repeat: int = 100) -> None:
     os.rmdir(folder)
 
 
+def pages(size: int = 329_000_000, repeat: int = 3) -> None:
+    """What fresh memory costs here: an array of `size` bytes filled in new anonymous memory, and a
+    new file of /dev/shm filled by write() or through a mapping of it (the median of `repeat`)."""
+    import mmap
+    import tempfile
+
+    source = np.ones(size, np.uint8)
+    folder = tempfile.mkdtemp(dir="/dev/shm")
+    path = os.path.join(folder, "pages.bin")
+
+    def anonymous():
+        np.empty(size, np.uint8)[:] = source
+
+    def written():
+        with open(path, "wb") as f:
+            f.write(source.data)
+
+    def mapped():
+        with open(path, "w+b") as f:
+            f.truncate(size)
+            with mmap.mmap(f.fileno(), size) as m:
+                m[:] = source.data
+
+    print(f"\n{size / 1e6:.0f} MB, median of {repeat}:")
+    for fill in (anonymous, written, mapped):
+        times = []
+        for _ in range(repeat):
+            if os.path.exists(path):
+                os.unlink(path)
+            start = time.perf_counter()
+            fill()
+            times.append(time.perf_counter() - start)
+        print(f"  {fill.__name__}: {statistics.median(times):.3f} s")
+    os.unlink(path)
+    os.rmdir(folder)
+
+
 def main() -> int:
     # as in the suite's own processes: freed blocks kept in the heap, small pages (run/memory.py says
     # why); the servers inherit it, as an implementation process inherits it from a suite child
@@ -132,6 +169,7 @@ def main() -> int:
     memory.keep_freed_memory()
     if sys.argv[1:2] == ["threshold"]:
         threshold()
+        pages()
         return 0
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     rng = np.random.default_rng(0)

@@ -257,6 +257,8 @@ def test_the_pytest_route_runs_a_command(c_client):
 
 def test_a_failure_replays_from_its_repro_line(tmp_path):
     """The report's repro line names --exec and the --timeout its deadline came from; it replays the FAIL."""
+    if build.missing_tool("c"):
+        pytest.skip(build.missing_tool("c") or "")
     mutant = wire_mutants.build_mutant("OutputBias", str(tmp_path / "bias"))
     case = "test_tied.py::test_no_output_bias"
     out = _cli("run", "--exec", shlex.join(mutant), "--case", case, "--report-dir", str(tmp_path / "first"))
@@ -294,6 +296,18 @@ def test_thorough_draws_replay_by_their_seed_over_the_wire(c_client, tmp_path):
     assert _report(tmp_path)["environment"]["draws"]["seed"] == 7
 
 
+@pytest.mark.slow
+def test_bench_times_a_command(c_client, tmp_path):
+    out = _cli(
+        "bench", "--exec", shlex.join(c_client), "--quick", "--workload", "step_decode", "--rounds", "3",
+        "--processes", "1", "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    with open(tmp_path / "bench.json", encoding="utf-8") as f:
+        (row,) = json.load(f)["ranking"]["step_decode B1-T1-d768-past512"]
+    assert row["label"] == "exec gpt2-wire-c" and row["median_s"] > 0
+
+
 def test_the_mutants_patches_apply_once_each():
     for name in wire_mutants.MUTANTS:
         assert wire_mutants.source(name) != open(build.source("c"), encoding="utf-8").read()
@@ -305,7 +319,7 @@ def test_the_mutants_patches_apply_once_each():
 @pytest.fixture(scope="module")
 def numpy_report(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("numpy-report")
-    out = _cli("run", "--backend", "numpy", "--jobs", "1", "--report-dir", str(folder))
+    out = _cli("run", "--backend", "numpy", "--report-dir", str(folder))
     assert out.returncode == 0, out.stdout + out.stderr
     return _report(folder)
 
@@ -318,7 +332,7 @@ def _observed(report: dict) -> dict[str, str]:
 def test_the_numpy_reference_over_the_wire_gets_its_in_process_verdict(numpy_report, tmp_path):
     """The wire loses nothing: the same statuses, the same out-of-range observations, the same h."""
     command = shlex.join([sys.executable, "-m", "gpt2_conformance.wire.serve", "numpy"])
-    out = _cli("run", "--exec", command, "--jobs", "1", "--report-dir", str(tmp_path))
+    out = _cli("run", "--exec", command, "--report-dir", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     report = _report(tmp_path)
     assert _statuses(report) == _statuses(numpy_report)
@@ -331,7 +345,7 @@ def test_the_numpy_reference_over_the_wire_gets_its_in_process_verdict(numpy_rep
 @pytest.mark.parametrize("language", sorted(build.SOURCES))
 def test_a_reference_client_passes_every_clause_it_claims(language, numpy_report, tmp_path):
     client = _client(language, tmp_path / "client")
-    out = _cli("run", "--exec", shlex.join(client), "--jobs", "1", "--report-dir", str(tmp_path / "report"))
+    out = _cli("run", "--exec", shlex.join(client), "--report-dir", str(tmp_path / "report"))
     report = _report(tmp_path / "report")
     statuses = _statuses(report)
     claimed = {c: s for c, s in statuses.items() if s != "NOT CLAIMED"}
@@ -350,9 +364,7 @@ def test_a_c_mutant_fails_exactly_its_clauses(name, tmp_path):
     if build.missing_tool("c"):
         pytest.skip(build.missing_tool("c") or "")
     mutant = wire_mutants.build_mutant(name, str(tmp_path / name))
-    out = _cli(
-        "run", "--exec", shlex.join(mutant), "--no-shrink", "--jobs", "1", "--report-dir", str(tmp_path / "report")
-    )
+    out = _cli("run", "--exec", shlex.join(mutant), "--no-shrink", "--report-dir", str(tmp_path / "report"))
     report = _report(tmp_path / "report")
     failed = {c for c, s in _statuses(report).items() if s == "FAIL"}
     assert out.returncode == 1 and failed == wire_mutants.MUTANTS[name].expected, _lines(out)

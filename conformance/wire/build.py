@@ -42,7 +42,7 @@ def missing_tool(language: str) -> str | None:
 def build_command(language: str, src: str, program: str, sanitize: bool = False) -> list[str]:
     """The command that builds `src` into `program` ([] for JavaScript)."""
     if language == "c":
-        flags = ["-g", "-O1", "-fsanitize=address", "-fno-omit-frame-pointer"] if sanitize else ["-O2"]
+        flags = ["-g", "-O2", "-fsanitize=address", "-fno-omit-frame-pointer"] if sanitize else ["-O2"]
         return ["cc", "-std=c11", *flags, "-o", program, src, "-lm"]
     if language == "rust":
         return ["rustc", "--edition", "2021", "-O", "-o", program, src]
