@@ -26,6 +26,7 @@ implementation's).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -98,11 +99,13 @@ def run(args) -> int:
             print(name)
             continue
         found = registry.entry(name)
+        # a plug-in whose adapter module is not there: the same check for both kinds of plug-in
+        missing = broken.get(name) or registry.adapter_missing(name)
         if found is None:  # an adapter plug-in (a factory, no entry), or one that cannot be used
-            state = f"broken: {broken[name]}" if name in broken else f"adapter {registry.plugin_value(name)}"
+            state = f"broken: {missing}" if missing else f"adapter {registry.plugin_value(name)}"
             print(f"{name:<22} {'plug-in':<10} {state}")
             continue
-        lacking, missing = registry.missing_framework(name), registry.adapter_missing(name)
+        lacking = registry.missing_framework(name)
         install = registry.install_command(found)
         unbuilt = registry.unbuilt_environment(name)
         state = (
@@ -143,34 +146,68 @@ def main(argv: list[str] | None = None) -> int:
         return 130  # 128 + SIGINT, as a shell reports it
 
 
-OUTPUT_FOLDERS = {"report_dir": "--report-dir", "out_dir": "--out-dir", "out": "--out"}  # each command's own
+# each command's output option, by its dest: (the option, whether it names a file or a folder)
+FILE, FOLDER = "file", "folder"
+OUTPUTS = {
+    "report_dir": ("--report-dir", FOLDER),
+    "out_dir": ("--out-dir", FOLDER),
+    "out": ("--out", FOLDER),  # thirdparty's folder of reports
+    "out_file": ("--out", FILE),  # out-of-range's one Markdown file
+}
 
 
 def _unwritable_output(args) -> str | None:
-    """An output folder that cannot be written, said before anything runs (the commands found out
-    at the end, after their run, with a traceback). Nothing is made here: a file is created and
-    removed in the folder or its nearest existing parent, as permission bits do not tell (root
-    may write anywhere but /proc, a read-only mount, ...)."""
-    for attr, option in OUTPUT_FOLDERS.items():
+    """An output that cannot be written, said before anything runs (the commands found out at the
+    end, after their run, with a traceback). Nothing is made here: a file is created and removed in
+    the folder or its nearest existing parent, as permission bits do not tell (root may write
+    anywhere but /proc, a read-only mount, ...)."""
+    for attr, (option, kind) in OUTPUTS.items():
         path = getattr(args, attr, None)
-        if not path:
-            continue
-        existing = os.path.abspath(path)
-        while not os.path.exists(existing):
-            existing = os.path.dirname(existing)
-        if not os.path.isdir(existing):
-            return f"{option} {path}: {existing} is a file, not a folder"
-        try:
-            tempfile.TemporaryFile(dir=existing).close()
-        except OSError as exc:
-            why = exc.strerror or exc
-            if existing == os.path.abspath(path):
-                return f"{option} {path}: this folder cannot be written ({why}); give a folder you can write"
-            return (
-                f"{option} {path}: this folder cannot be made, as {existing}, the nearest folder that exists, "
-                f"cannot be written ({why}); give a folder you can write"
-            )
+        if path:
+            problem = _output_problem(path, kind)
+            if problem:
+                return f"{option} {path}: {problem}"
     return None
+
+
+def _output_problem(path: str, kind: str) -> str | None:
+    """Why `path`, a file or a folder to write, cannot be written (one clause), else None."""
+    full = os.path.abspath(path)
+    if kind == FILE:
+        if os.path.isdir(full) or path.endswith(("/", os.sep)):
+            return "this names a folder, not a file; give the file to write"
+        if os.path.exists(full):
+            try:
+                os.close(os.open(full, os.O_WRONLY | os.O_APPEND))  # opened as it is, nothing written
+            except OSError as exc:
+                return f"this file cannot be written ({_why(exc, full)}); give a file you can write"
+            return None
+        what, folder = "this file", os.path.dirname(full)
+    else:
+        what, folder = "this folder", full
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{existing} is a file, not a folder"
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as exc:
+        why, fix = _why(exc, existing), f"give a {kind} {'in a folder ' if kind == FILE else ''}you can write"
+        if existing == full:
+            return f"this folder cannot be written ({why}); {fix}"
+        if existing == folder:
+            return f"{what} cannot be written, as {existing}, its folder, cannot be written ({why}); {fix}"
+        return f"{what} cannot be made, as {existing}, the nearest folder that exists, cannot be written ({why}); {fix}"
+    return None
+
+
+def _why(exc: OSError, path: str) -> str:
+    """The reason an OSError gives, but for the kernel's ENOENT on creating a file in a folder that
+    exists (/proc does this): the folder is there, so what it says is that no file may be made."""
+    if exc.errno == errno.ENOENT and os.path.exists(path):
+        return os.strerror(errno.EACCES)
+    return exc.strerror or str(exc)
 
 
 if __name__ == "__main__":

@@ -91,23 +91,40 @@ def _plugin_entry(ep) -> tuple[str, Backend]:
 
 
 def adapter_missing(name: str) -> str | None:
-    """Why a plug-in entry's adapter module cannot be found (its BACKEND.adapter names a module
-    relative to its folder), else None. Found, not imported: importing it imports its framework."""
+    """Why a plug-in's adapter module cannot be found, else None: a backend plug-in's (its
+    BACKEND.adapter names a module relative to its folder) or an adapter plug-in's (its entry point
+    names module:factory). Found, not imported: importing it imports its framework."""
+    adapter_ep = _plugins().get(name)
+    if adapter_ep is not None and name not in builtin():
+        module = adapter_ep.value.partition(":")[0].strip()
+        why = _not_found(module)
+        return (
+            f"{_describe(adapter_ep)}: its module {module} cannot be found ({why}): reinstall the package that "
+            "provides it, or fix its entry point"
+            if why
+            else None
+        )
     ep = _entries()[2].get(name)
     found = builtin().get(name)
     if ep is None or found is None:
         return None  # not a plug-in's entry: one of ours (tests/test_registry.py imports every one), or none
     module = found.adapter_spec.partition(":")[0]
-    try:
-        located, why = importlib.util.find_spec(module), "no such module"
-    except (ImportError, ValueError) as exc:
-        located, why = None, str(exc)
-    if located is not None:
+    why = _not_found(module)
+    if why is None:
         return None
     return (
         f"{_describe(ep)}: its adapter {found.adapter!r} is {module} ({why}): BACKEND.adapter names a "
         f"module:factory relative to {found.package}, the folder of the entry point's module"
     )
+
+
+def _not_found(module: str) -> str | None:
+    """Why `module` cannot be found (nothing of it imported but its parent packages), else None."""
+    try:
+        located, why = importlib.util.find_spec(module), "no such module"
+    except (ImportError, ValueError) as exc:
+        located, why = None, str(exc)
+    return None if located is not None else why
 
 
 def _describe(ep) -> str:
@@ -273,7 +290,16 @@ def missing_framework(name: str) -> str | None:
     found = builtin().get(name)
     if found is not None and found.environment is not None:
         return None
-    return next((m for m in (found.requires if found else ()) if importlib.util.find_spec(m) is None), None)
+    return next((m for m in (found.requires if found else ()) if not importable(m)), None)
+
+
+def importable(module: str) -> bool:
+    """Whether `module` can be found, nothing of it imported but its parent packages. A dotted name
+    whose parent is missing (iree.runtime without iree) is not importable; find_spec raises for it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, which blocks its import
+        return False
 
 
 def unbuilt_environment(name: str) -> str | None:

@@ -125,6 +125,40 @@ class SuiteResult:
         }
 
 
+def from_dict(data: dict) -> SuiteResult:
+    """A SuiteResult read back from its JSON report (to_dict): what `run --report-dir` wrote, for
+    the commands and tests that read a run instead of running the suite again."""
+    if data.get("format") != REPORT_FORMAT:
+        raise ValueError(f"not a conformance report of format {REPORT_FORMAT!r}: format {data.get('format')!r}")
+    clauses = []
+    for c in data["clauses"]:
+        tests = [
+            TestOutcome(
+                t["nodeid"],
+                t["clause"],
+                t["outcome"],
+                t.get("message", ""),
+                t.get("duration", 0.0),
+                t.get("repro", ""),
+                t.get("observed", ""),
+            )
+            for t in c["tests"]
+        ]
+        clauses.append(ClauseResult(spec.clause(c["id"]), c["status"], c["message"], tests, c.get("waiver") or {}))
+    return SuiteResult(
+        data["backend"],
+        data["device"],
+        data["spec_version"],
+        clauses,
+        data["duration_s"],
+        data.get("environment", {}),
+        data.get("error", ""),
+        data.get("stale_waivers", []),
+        data.get("parity", {}),
+        data.get("created", ""),
+    )
+
+
 def _test_dict(t: TestOutcome) -> dict:
     out = asdict(t) | {"status": t.status}
     for optional in ("repro", "observed"):

@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from gpt2_conformance.api import adapter as protocol
-from gpt2_conformance.api.validation import check_tables
 
 
 class GPT2Embedding(nn.Module):
@@ -37,10 +36,7 @@ class GPT2Embedding(nn.Module):
         if isinstance(past_length, bool) or not isinstance(past_length, numbers.Integral) or past_length < 0:
             raise ValueError(f"past_length must be an integer >= 0, got {past_length!r}")
         if idx.dim() != 2 or idx.dtype not in (torch.int32, torch.int64):
-            raise TypeError(
-                f"idx (the token ids) must be an int32/int64 tensor of rank 2 [B, T], got {idx.dtype} "
-                f"{tuple(idx.shape)}"
-            )
+            raise TypeError(f"idx must be an int32/int64 tensor [B, T], got {idx.dtype} {tuple(idx.shape)}")
         T = idx.shape[1]
         if T and past_length + T > n_ctx:
             raise IndexError(f"position {past_length + T - 1} is outside the wpe table of {n_ctx} positions")
@@ -62,8 +58,7 @@ class Adapter(protocol.Adapter):
         self.model = GPT2Embedding(config.n_embd).eval()
 
     def load_tables(self, wte, wpe):
-        check_tables(wte, wpe, self.config.n_embd)  # load_state_dict would cast a float64 table silently
-        self.model.load_state_dict({"wte.weight": torch.tensor(wte), "wpe.weight": torch.tensor(wpe)})
+        self.model.load_state_dict({"wte.weight": _tensor(wte), "wpe.weight": _tensor(wpe)})
 
     def tables(self):
         return self.model.wte.weight.detach().numpy().copy(), self.model.wpe.weight.detach().numpy().copy()
@@ -80,11 +75,11 @@ class Adapter(protocol.Adapter):
 
     @staticmethod
     def _torch_inputs(ids, past_length):
-        """ids as a tensor (a copy: torch cannot view numpy arrays with negative strides), and a
-        0-d integer array past_length as the numpy integer it holds (the model takes integers)."""
+        """ids as a tensor, and a 0-d integer array past_length as the numpy integer it holds (the
+        model takes integers)."""
         if isinstance(past_length, np.ndarray) and past_length.ndim == 0:
             past_length = past_length[()]
-        return torch.as_tensor(np.array(ids, copy=True)), past_length
+        return _tensor(ids), past_length
 
     @torch.no_grad()
     def embed(self, ids, past_length=0):
@@ -92,10 +87,7 @@ class Adapter(protocol.Adapter):
 
     @torch.no_grad()
     def logits(self, h_final):
-        d = self.config.n_embd
-        if np.ndim(h_final) != 3 or np.shape(h_final)[-1] != d:  # torch's matmul error names neither
-            raise ValueError(f"h_final.shape={np.shape(h_final)}, but should be (B, T, {d})")
-        return self.model.head(torch.as_tensor(h_final)).numpy()
+        return self.model.head(_tensor(h_final)).numpy()
 
     def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
         params = [self.model.wte.weight, self.model.wpe.weight]
@@ -104,6 +96,12 @@ class Adapter(protocol.Adapter):
             grads = torch.autograd.grad(
                 [h, self.model.head(h)],
                 params,
-                grad_outputs=[torch.as_tensor(cotangent_h), torch.as_tensor(cotangent_logits)],
+                grad_outputs=[_tensor(cotangent_h), _tensor(cotangent_logits)],
             )
         return tuple(g.numpy() for g in grads)
+
+
+def _tensor(array) -> torch.Tensor:
+    """A tensor holding a copy of `array`, whatever its memory layout: torch cannot view numpy
+    arrays with negative strides (a reversed view), and the copy is C-ordered."""
+    return torch.from_numpy(np.array(array, order="C", copy=True))

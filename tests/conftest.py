@@ -34,6 +34,42 @@ def pytest_configure(config):
 
     for name, value in thread_pools_for(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))).items():
         os.environ.setdefault(name, value)
+    if _judges_every_backend(config):
+        _judge_every_backend_once(config)
+
+
+def _judges_every_backend(config) -> bool:
+    """Whether this run includes the judged backends' tests (the whole slow tier, or
+    test_thirdparty.py named), with no verdicts given (GPT2C_VERDICTS) and no filter that drops them."""
+    if not config.getoption("--slow") or os.environ.get("GPT2C_VERDICTS") or config.getoption("-k"):
+        return False
+    if config.getoption("collectonly") or hasattr(config, "workerinput"):  # xdist's workers: the controller did it
+        return False
+    args = [a.split("::")[0] for a in config.args]
+    return not args or any(os.path.abspath(a) == TESTS_DIR or a.endswith("test_thirdparty.py") for a in args)
+
+
+def _judge_every_backend_once(config) -> None:
+    """README command 1's main job, once, before the tests: `gpt2-conformance run --backend all`
+    judges every built-in backend side by side (longest first, each backend's environment built
+    where it is missing), and test_thirdparty.py reads each verdict from its JSON report
+    (GPT2C_VERDICTS) instead of judging the backend again in a worker of its own. Adding a backend
+    adds its verdict here once, not twice. Its scorecards and summary are in the test log."""
+    import subprocess
+    import tempfile
+    import time
+
+    folder = tempfile.mkdtemp(prefix="gpt2c-verdicts-")
+    command = [sys.executable, "-m", "gpt2_conformance.cli", "run", "--backend", "all", "--quiet"]
+    command += ["--report-dir", folder]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
+    say(f"gpt2-conformance: the main job first, every backend's verdict once: {' '.join(command[1:])}")
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    say(done.stdout.rstrip())
+    say(f"gpt2-conformance: the main job exited {done.returncode} after {time.perf_counter() - start:.0f} s")
+    os.environ["GPT2C_VERDICTS"] = folder  # the workers start after this, with it in their environment
 
 
 def pytest_addoption(parser):

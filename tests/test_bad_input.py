@@ -131,7 +131,7 @@ def plugin_site(tmp_path):
             "wrong-adapter": "my_package.wrong_adapter",
             "top": "top_level_backend",
         },
-        {"my-adapter": "my_package.gpt2_adapter:Adapter"},
+        {"my-adapter": "my_package.gpt2_adapter:Adapter", "broken-gpt2": "my_package.not_there:Adapter"},
     )
 
 
@@ -164,6 +164,12 @@ def test_a_plugin_that_cannot_be_used_is_one_line_naming_its_entry_point(tmp_pat
         "my_package.no_such (no such module): BACKEND.adapter names a module:factory relative to "
         "my_package, the folder of the entry point's module"
     ), line
+    line = _both(tmp_path, ["--backend", "broken-gpt2"], paths=[plugin_site])
+    assert line == (
+        "--backend 'broken-gpt2': plug-in 'broken-gpt2' (entry point gpt2_conformance.adapters: broken-gpt2 = "
+        "my_package.not_there:Adapter, installed by my-plugin 0.1): its module my_package.not_there cannot be "
+        "found (no such module): reinstall the package that provides it, or fix its entry point"
+    ), line
     line = _both(tmp_path, ["--backend", "top"], paths=[plugin_site])
     assert line.endswith(
         "top_level_backend is a top-level module, so its adapter 'gpt2_adapter:Adapter' has no "
@@ -182,6 +188,14 @@ def test_list_long_shows_each_plugin_in_its_columns(tmp_path, plugin_site):
     assert rows["my-adapter"] == f"{'my-adapter':<22} {'plug-in':<10} adapter my_package.gpt2_adapter:Adapter"
     assert rows["gone"].startswith(f"{'gone':<22} {'plug-in':<10} broken: plug-in 'gone' (entry point "), rows["gone"]
     assert rows["wrong-adapter"].startswith(f"{'wrong-adapter':<22} {'reference':<10} broken: plug-in "), rows
+    # an adapter plug-in whose module is not there is flagged as a backend plug-in's is, with its
+    # entry point and the distribution that installed it (docs/adapters.md); it was listed as fine
+    assert rows["broken-gpt2"] == (
+        f"{'broken-gpt2':<22} {'plug-in':<10} broken: plug-in 'broken-gpt2' (entry point "
+        "gpt2_conformance.adapters: broken-gpt2 = my_package.not_there:Adapter, installed by my-plugin 0.1): "
+        "its module my_package.not_there cannot be found (no such module): reinstall the package that "
+        "provides it, or fix its entry point"
+    ), rows["broken-gpt2"]
 
 
 # -- 2. a checkpoint that is not one ------------------------------------------------------------
@@ -318,7 +332,7 @@ def test_a_relative_waivers_attribute_is_found_beside_its_module(tmp_path, route
             "--adapter",
             "my_gpt2_adapter:MyAdapter",
             "--case",
-            "test_init.py::test_wpe_init",
+            "test_init.py::test_wpe_init[768]",
             paths=[adapters],
         )
     else:
@@ -327,7 +341,7 @@ def test_a_relative_waivers_attribute_is_found_beside_its_module(tmp_path, route
             "--gpt2c-adapter",
             "my_gpt2_adapter:MyAdapter",
             "--gpt2c-case",
-            "test_init.py::test_wpe_init",
+            "test_init.py::test_wpe_init[768]",
             paths=[adapters],
         )
     assert code == 1 and "STALE WAIVER: INIT-WPE is waived (https://example.org/src.py#L1)" in out, out + err
@@ -380,9 +394,72 @@ def test_an_output_folder_under_proc_names_the_folder_given(tmp_path):
     assert code == 2 and out == "", (code, out, err)
     assert err == (
         "gpt2-conformance run: error: --report-dir /proc/nope: this folder cannot be made, as /proc, the "
-        "nearest folder that exists, cannot be written (No such file or directory); give a folder you "
-        "can write\n"
+        "nearest folder that exists, cannot be written (Permission denied); give a folder you can write\n"
     ), err
+
+
+def test_an_output_folder_that_exists_but_cannot_be_written_says_permission_denied(tmp_path):
+    """/proc/self is there and takes no new file (root included, where chmod denies nothing); the
+    kernel says ENOENT for it, which named the folder as missing."""
+    code, out, err = _cli(tmp_path, "run", "--backend", "numpy", "--report-dir", "/proc/self")
+    assert code == 2 and out == "", (code, out, err)
+    assert err == (
+        "gpt2-conformance run: error: --report-dir /proc/self: this folder cannot be written (Permission "
+        "denied); give a folder you can write\n"
+    ), err
+
+
+RUNS = os.path.join(os.path.dirname(TESTS_DIR), "reports", "runs")
+FOLDER_OUTPUTS = {
+    "run": ["run", "--backend", "numpy", "--report-dir"],
+    "bench": ["bench", "--quick", "--out-dir"],
+    "merge": ["merge", RUNS, "--out-dir"],
+    "thirdparty": ["thirdparty", "hf-transformers", "--out"],
+    "upstream": ["upstream", "numpy", "--out-dir"],
+}
+OUT_OF_RANGE = ["out-of-range", "--reports", RUNS, "--out"]
+
+
+@pytest.mark.parametrize("command", sorted(FOLDER_OUTPUTS))
+def test_every_commands_output_folder_is_checked_the_same_way(tmp_path, command):
+    """One check for each command's output (cli.OUTPUTS), before anything runs: one line, exit 2."""
+    (tmp_path / "a-file").write_text("")
+    args = FOLDER_OUTPUTS[command]
+    prefix = f"gpt2-conformance {command}: error: {args[-1]}"
+    for given, says in [
+        ("/proc/nope", "/proc/nope: this folder cannot be made, as /proc, the nearest folder that exists, "),
+        ("a-file/sub", f"a-file/sub: {tmp_path / 'a-file'} is a file, not a folder"),
+    ]:
+        code, out, err = _cli(tmp_path, *args, given)
+        assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+        assert err.startswith(f"{prefix} {says}"), err
+
+
+@pytest.mark.parametrize(
+    "given,says",
+    [
+        (
+            "/proc/oor.md",
+            "this file cannot be written, as /proc, its folder, cannot be written (Permission denied); give a "
+            "file in a folder you can write",
+        ),
+        ("a-folder", "this names a folder, not a file; give the file to write"),
+        ("a-file/oor.md", "{tmp}/a-file is a file, not a folder"),
+        (
+            "/proc/new/oor.md",
+            "this file cannot be made, as /proc, the nearest folder that exists, cannot be written (Permission "
+            "denied); give a file in a folder you can write",
+        ),
+    ],
+)
+def test_out_of_range_out_that_cannot_be_written_is_one_line(tmp_path, given, says):
+    """out-of-range's --out is a file: the same check as every command's output folder (it was a
+    FileNotFoundError or IsADirectoryError traceback, exit 1)."""
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("")
+    code, out, err = _cli(tmp_path, *OUT_OF_RANGE, given)
+    assert (code, out) == (2, ""), (code, out, err)
+    assert err == f"gpt2-conformance out-of-range: error: --out {given}: {says.format(tmp=tmp_path)}\n", err
 
 
 def test_a_parametrised_test_named_alone_is_refused_with_its_cases(tmp_path):
@@ -395,3 +472,21 @@ def test_a_parametrised_test_named_alone_is_refused_with_its_cases(tmp_path):
         "'test_bounds.py::test_error_names_value_and_rule[token-high]', "
         "'test_bounds.py::test_error_names_value_and_rule[token-negative]'"
     ), line
+
+
+@pytest.mark.parametrize(
+    "name,says",
+    [
+        ("numpy", "numpy is a reference backend (ours), not a third-party implementation: "),
+        ("no-such", "unknown implementation 'no-such': "),
+    ],
+)
+def test_thirdparty_says_what_it_takes(tmp_path, name, says):
+    """`thirdparty numpy` called the reference backend an "unknown implementation"."""
+    from gpt2_conformance import registry
+
+    code, out, err = _cli(tmp_path, "thirdparty", name)
+    assert (code, out) == (2, ""), (code, out, err)
+    takes = f"thirdparty takes the judged backends: {', '.join(registry.judged())}"
+    run = "; `gpt2-conformance run --backend numpy` runs the suite on it" if name == "numpy" else ""
+    assert err == f"gpt2-conformance thirdparty: error: {says}{takes}{run}\n", err

@@ -1,5 +1,5 @@
 """The suite never calls what an adapter did not claim, shown mechanically: the whole suite on
-the NumPy reference made strict (tests/strict_adapters.py), once per capability switched off
+the NumPy reference made strict (tests/helpers/strict_adapters.py), once per capability switched off
 and for a picoGPT-like combination. A correct implementation that claims less passes or is NOT
 CLAIMED everywhere, never FAIL or ERROR; every clause that needs what is missing is NOT
 CLAIMED; and the strict adapter's log of calls outside its claims stays empty."""

@@ -98,7 +98,7 @@ def test_missing_environment_is_one_line_naming_the_command(own_env, capsys):
     assert why.endswith(f"gpt2-conformance env {own_env.name}")
     # its framework is not looked for here: it is the environment's
     assert registry.missing_framework(own_env.name) is None
-    assert cli.main(["run", "--backend", own_env.name]) == 2
+    assert cli.main(["run", "--backend", own_env.name, "--no-build-envs"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith(f"gpt2-conformance env {own_env.name}"), err
 
@@ -160,25 +160,62 @@ def test_env_refuses_unknown_and_ordinary_backends(own_env, capsys):
     assert "runs in this environment" in err and own_env.name in err
 
 
-def test_run_all_skips_an_unbuilt_environment_saying_so(own_env, monkeypatch, capsys):
+def test_run_all_skips_an_unbuilt_environment_with_no_build_envs_saying_so(own_env, monkeypatch, capsys):
     from gpt2_conformance.run import command
 
     judged: list[str] = []
     monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
     monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
     monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
-    cli.main(["run", "--backend", "all", "--jobs", "1"])
+    monkeypatch.setattr(envs, "build", lambda *a, **k: pytest.fail("--no-build-envs built an environment"))
+    code = cli.main(["run", "--backend", "all", "--jobs", "1", "--no-build-envs", "--quiet"])
     out = capsys.readouterr().out
     assert judged == ["numpy"]
     assert f"gpt2-conformance env {own_env.name}" in out
+    assert "all backends: 1 judged, 1 not judged" in out and f"not judged: {own_env.name}: " in out
+    assert code == 3, "a backend not judged is no pass of the whole run"
+
+
+def test_run_all_builds_a_missing_environment_first_and_says_how_long(own_env, recorded, monkeypatch, capsys):
+    monkeypatch.setattr(envs, "_call", lambda cmd, lines=None: envs.subprocess.run(cmd).returncode)
+    """README command 1 judges every backend: the environment is built (announced, then its time
+    and size) and the backend judged in it, the build's time apart in the summary."""
+    from gpt2_conformance.run import command
+
+    judged: list[str] = []
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
+    monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
+    monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
+    cli.main(["run", "--backend", "all", "--jobs", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert sorted(judged) == sorted(["numpy", own_env.name])  # started longest first (run/schedule.py)
+    assert f"{own_env.name} runs in an environment of its own, not built yet: building it in " in out, out
+    assert "--no-build-envs skips it" in out
+    assert f"gpt2-conformance: {own_env.name}: environment built in " in out and " GB in " in out
+    assert f"building the environment of {own_env.name})" in out
+    assert [c[3:] for c in recorded if "install" in c][0][-len(PINS) :] == list(PINS)
+
+
+def test_a_failed_build_is_one_line_and_the_backend_is_not_judged(own_env, monkeypatch, capsys):
+    from gpt2_conformance.run import command
+
+    judged: list[str] = []
+    monkeypatch.setattr(registry, "available", lambda: ["numpy", own_env.name])
+    monkeypatch.setattr(command, "_judge_named", lambda name, *a, **k: judged.append(name) or _fake_result(name))
+    monkeypatch.setattr(command.schedule, "record", lambda *a, **k: None)
+    monkeypatch.setattr(envs, "_call", lambda cmd, lines=None: 1)
+    code = cli.main(["run", "--backend", "all", "--jobs", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert judged == ["numpy"] and code == 3
+    assert f"{own_env.name}: its environment could not be built (the pip output: " in out
 
 
 def _fake_result(name: str):
-    from gpt2_conformance import results as res
-    from gpt2_conformance import spec
+    """A passing stand-in for a judged backend."""
     from gpt2_conformance.run import parity
+    from helpers.reports import suite_result
 
-    result = res.SuiteResult(name, "cpu", spec.SPEC_VERSION, res.aggregate([]), 0.0)
+    result = suite_result(name)
     result.log_path, result.parity = os.devnull, parity.not_computed("not run: a stand-in result")
     return result
 
@@ -216,3 +253,55 @@ def test_recipe_reads_the_installed_suite_not_an_egg_info_in_the_checkout(monkey
     assert metadata.distribution("gpt2-conformance").read_text("INSTALLER") is None  # the egg-info comes first
     assert environment.installed().read_text("INSTALLER") is not None
     assert environment.recipe(_entry()) == before
+
+
+def test_a_stale_environment_says_what_changed_not_always_the_pins(tmp_path):
+    """As a user meets it, from a folder of its own: the pins are the entry's, only where the suite
+    is installed from changed (another checkout); `run` and `env` name that, not the pins."""
+    entry = registry.builtin().get("paddlenlp-gpt")
+    if entry is None:
+        pytest.skip("no paddlenlp-gpt entry in this registry")
+    envs_root = tmp_path / "envs"
+    path = envs_root / entry.name
+    python = envs.python_of(str(path))
+    os.makedirs(os.path.dirname(python))
+    open(python, "w").close()
+    wanted = environment.recipe(entry)
+    elsewhere = ("-e", str(tmp_path / "another-checkout"))
+    built = dict(
+        requirements=list(wanted.requirements),
+        suite=list(elsewhere),
+        suite_dependencies=list(wanted.suite_dependencies),
+        python=wanted.python,
+    )
+    (path / envs.STAMP).write_text(json.dumps(built))
+    env = dict(os.environ, **{envs.ROOT_VARIABLE: str(envs_root)})
+    exe = [sys.executable, "-m", "gpt2_conformance.cli"]
+    changed = (
+        f"as the suite was installed into it from {' '.join(elsewhere)}, and runs from {' '.join(wanted.suite)} now"
+    )
+    run = subprocess.run(
+        [*exe, "run", "--backend", entry.name, "--no-build-envs"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert (run.returncode, run.stdout) == (2, ""), run.stdout + run.stderr
+    assert run.stderr == (
+        f"gpt2-conformance: error: backend '{entry.name}': its environment ({path}) is out of date, {changed}: "
+        f"gpt2-conformance env {entry.name}\n"
+    ), run.stderr
+    assert "pins" not in run.stderr
+    dry = subprocess.run(
+        [*exe, "env", entry.name, "--dry-run"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert dry.stdout.splitlines()[0] == f"{entry.name}: environment {path} is out of date, {changed}", dry.stdout
+    assert dry.stdout.splitlines()[1].startswith("would run: "), dry.stdout
+
+
+def test_each_change_to_an_environments_recipe_is_named():
+    was = environment.Recipe(("a==1", "b==2"), ("-e", "/x"), ("numpy>=1",), "3.11")
+    now = environment.Recipe(("a==1", "b==3"), ("-e", "/x"), ("numpy>=1", "rich"), "3.12")
+    assert environment.changes(was, now) == (
+        "as it was built from other pins than its entry's now (was b==2; now b==3); as the suite's own "
+        "dependencies changed since it was built (was nothing more; now rich); as it was made with Python 3.11, "
+        "and this is Python 3.12"
+    )

@@ -25,9 +25,13 @@ from gpt2_conformance.run import files as run_files
 D = 4  # the small graphs' width
 
 
-def _cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def _cli(*args: str, timeout: float = 900, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "gpt2_conformance.cli", "run", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "gpt2_conformance.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
     )
 
 
@@ -163,8 +167,7 @@ def _refused(out: subprocess.CompletedProcess, *needles: str) -> None:
 
 @pytest.mark.parametrize("flag", ["--onnx", "--gguf"])
 def test_a_missing_file_is_refused(tmp_path, flag):
-    if flag == "--gguf":
-        pytest.importorskip("gguf")
+    pytest.importorskip("gguf" if flag == "--gguf" else "onnxruntime")  # without its engine, that is said first
     path = str(tmp_path / "nothing.bin")
     _refused(_cli(flag, path), path, "no such file")
 
@@ -174,6 +177,21 @@ def test_a_file_that_is_not_onnx_is_refused(tmp_path):
     path = tmp_path / "notes.onnx"
     path.write_text("this is not a protobuf\n" * 20)
     _refused(_cli("--onnx", str(path)), str(path), "not an ONNX model")
+
+
+def test_an_onnx_whose_external_data_is_missing_names_the_data_file(tmp_path):
+    """A model saved with external data, its .data file left behind (copied without it): the
+    refusal names that file, run from the model's folder as a user would (it said "not an ONNX model")."""
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(_graph(str(tmp_path / "small.onnx")))
+    onnx.save(model, str(tmp_path / "model.onnx"), save_as_external_data=True, location="model.onnx.data")
+    (tmp_path / "model.onnx.data").unlink()
+    out = _cli("--onnx", "model.onnx", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (2, ""), out.stdout + out.stderr
+    assert out.stderr == (
+        f"gpt2-conformance: error: {tmp_path / 'model.onnx'}: its external data file model.onnx.data is missing "
+        "(its tensors are stored there, beside the .onnx): copy it beside the model, as the export wrote it\n"
+    ), out.stderr
 
 
 def test_an_onnx_without_gpt2_tables_is_refused(tmp_path):

@@ -3,7 +3,7 @@ NO GPU. Nothing here is a GPU run, and nothing here shows that a GPU run would p
 shows is the script's own logic, so that the first GPU run can fail only for GPU reasons.
 
 - The GPU machine is stood in for by an "image": a fresh venv holding only the packages a bare
-  Python with numpy and the pytest family has (linked from this interpreter's own installs, as
+  Python with numpy, scipy, rich and the pytest family has (KINDS.md lists them; linked from this interpreter's own installs, as
   a machine image has them preinstalled; gpt2-conformance is not among them), pip's
   configuration switched off and every proxy pointed at a closed port, so that an install that
   tried any index would fail. The wheels come from prepare-gpu-wheels.sh, with an empty
@@ -35,7 +35,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "scripts")
-IMAGE_PACKAGES = ("pip", "numpy", "pytest", "pytest-timeout", "hypothesis", "pytest-benchmark", "scipy")
+IMAGE_PACKAGES = ("pip", "numpy", "pytest", "pytest-timeout", "hypothesis", "pytest-benchmark", "scipy", "rich")
 
 TINY_ADAPTER = '''
 import dataclasses

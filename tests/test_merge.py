@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -110,6 +112,46 @@ def test_two_backends_and_a_bench_file(tmp_path, capsys, fingerprint):
         "| forward_prefill B8-T1024-d768 | numpy | cpu | host-a | suite |"
         in (tmp_path / "merged" / "merged.md").read_text()
     )
+
+
+def test_merge_says_which_run_failed_and_that_it_is_why_the_exit_code_is_1(tmp_path):
+    """As a user runs it, from a folder of its own: the failed runs are named on stderr with what
+    failed in them (it printed three `wrote` lines and exited 1, saying nothing)."""
+    failing = suite_result("torch", statuses={"BOUNDS-TOKEN": res.FAIL, "INIT-WPE": res.FAIL})
+    broken = suite_result("jax")
+    broken.error = "pytest exited with 3: ImportError: no jaxlib"
+    write(tmp_path, "numpy.json", suite_result())
+    write(tmp_path, "torch.json", failing)
+    write(tmp_path, "jax.json", broken)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "merge", ".", "--out-dir", "merged"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "gpt2-conformance merge: the run of torch (torch cpu, torch.json) failed: 2 clauses failed: "
+        "BOUNDS-TOKEN, INIT-WPE; so merge exits 1",
+        "gpt2-conformance merge: the run of jax (jax cpu, jax.json) failed: it could not run: pytest exited "
+        "with 3: ImportError: no jaxlib; so merge exits 1",
+    ], done.stderr
+    assert done.stdout.count("wrote ") == 3, done.stdout
+
+
+def test_merge_names_the_run_that_could_not_judge_some_clauses_for_its_exit_4(tmp_path):
+    write(tmp_path, "numpy.json", suite_result(statuses={"GOLDEN-WPE-ROWS": res.ERROR}))
+    done = subprocess.run(
+        [sys.executable, "-m", "gpt2_conformance.cli", "merge", "numpy.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 4, done.stderr
+    assert done.stderr == (
+        "gpt2-conformance merge: the run of numpy (numpy cpu, numpy.json) was not judged whole: the suite "
+        "could not judge 1 clause (ERROR): GOLDEN-WPE-ROWS; so merge exits 4\n"
+    ), done.stderr
 
 
 def test_same_column_on_two_hosts_is_two_explicit_columns(tmp_path, capsys):

@@ -154,6 +154,31 @@ def test_relative_links_resolve(doc):
             assert (path.parent / target).exists(), f"{doc} links to {target}, which does not exist"
 
 
+def _prose_lines(text: str) -> list[str]:
+    """The lines of a Markdown page outside its fenced code blocks."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_each_docs_image_is_markup_the_site_shows(page):
+    """An image is `![alt](file)` with its file in docs/, where the site (mkdocs) has it:
+    docs/merge.md's scoreboard had lost its brackets and showed as text (a file outside docs/ fails
+    the strict build)."""
+    path = ROOT / "docs" / page
+    lines = _prose_lines(path.read_text(encoding="utf-8"))
+    lost = [line for line in lines if re.match(r"!\s*[A-Za-z]", line)]
+    assert not lost, f"{page}: image markup without its brackets: {lost}"
+    for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", "\n".join(lines)):
+        file = (path.parent / target).resolve()
+        assert file.is_file() and file.is_relative_to(ROOT / "docs"), f"{page}: image {target} is not a file in docs/"
+
+
 def test_thirdparty_findings_list_each_waiver_file():
     rows = {
         row[0].strip("`"): row

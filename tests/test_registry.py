@@ -218,3 +218,11 @@ def test_the_jax_backend_keeps_its_compiled_shapes():
         env["JAX_COMPILATION_CACHE_DIR"].endswith("jax-cache")
         and env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
     )
+
+
+def test_every_backend_has_a_test_module_of_its_own():
+    """tests/backends/test_<name>.py for every built-in backend (dashes as underscores): one place,
+    one naming scheme, for what each adapter must keep true of itself."""
+    folder = ROOT / "tests" / "backends"
+    missing = [n for n in ENTRIES if not (folder / f"test_{n.replace('-', '_')}.py").is_file()]
+    assert missing == [], f"no tests/backends/test_<name>.py for {missing}"

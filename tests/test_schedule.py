@@ -57,7 +57,7 @@ def test_run_all_starts_longest_first_and_prints_in_the_registry_order(monkeypat
     started, lock = [], threading.Lock()
     took = {"numpy": 4.0, "torch": 21.0, "jax": 12.0}
 
-    def judged(name, args, log_dir, side_by_side=1):
+    def judged(name, args, log_dir, side_by_side=1, shown=None):
         with lock:
             started.append(name)
         result = res.SuiteResult(name, "cpu", spec.SPEC_VERSION, res.aggregate([]), took[name])
@@ -80,6 +80,8 @@ def test_run_all_starts_longest_first_and_prints_in_the_registry_order(monkeypat
         verbose=False,
         waivers=None,
         durations=0,
+        quiet=True,
+        no_build_envs=True,
     )
     command._run_all(args)
     printed = [

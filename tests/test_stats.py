@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from gpt2_conformance.api import gpt2
 from gpt2_conformance.runtime import stats
 
 N = 1024 * 768
@@ -17,8 +18,9 @@ def _fails(values, std):
 
 
 def test_thresholds_match_the_stated_false_alarm_rate():
-    assert stats.ALPHA_PER_TEST * stats.TESTS_PER_TABLE == pytest.approx(1e-6)
-    # two-sided normal quantile for 2.5e-7: erfc(z / sqrt 2) = alpha
+    assert stats.ALPHA_PER_TEST * stats.TESTS_PER_TABLE * len(gpt2.SIZES) == pytest.approx(1e-6)
+    assert stats.WIDTHS == len(gpt2.SIZES)
+    # two-sided normal quantile for 6.25e-8: erfc(z / sqrt 2) = alpha
     assert math.erfc(stats.Z_TWO_SIDED / math.sqrt(2)) == pytest.approx(stats.ALPHA_PER_TEST, rel=1e-6)
     assert stats.TAIL_P == pytest.approx(0.0026998, abs=1e-7)
 

@@ -170,13 +170,54 @@ def load(path: str):
         raise _fail(path, "no such file")
     if not os.path.isfile(path):
         raise _fail(path, "not a file")
-    try:
-        model = onnx.load(path)
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, a missing external data file, ...
+    try:  # the graph first: a file that is no model is told apart from a model whose data is missing
+        model = onnx.load(path, load_external_data=False)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, ...
         raise _fail(path, f"not an ONNX model ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not model.graph.node:
         raise _fail(path, "not an ONNX model: it holds no graph nodes")
+    missing = _missing_external_data(model, os.path.dirname(os.path.abspath(path)))
+    if missing:
+        one = len(missing) == 1
+        raise _fail(
+            path,
+            f"its external data file{'' if one else 's'} {', '.join(missing)} {'is' if one else 'are'} missing "
+            f"(its tensors are stored there, beside the .onnx): copy {'it' if one else 'them'} beside the model, "
+            f"as the export wrote {'it' if one else 'them'}",
+        )
+    try:
+        onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    except Exception as exc:  # noqa: BLE001 - a data file cut short, a location outside its folder, ...
+        raise _fail(path, f"its external data cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
     return model
+
+
+def _missing_external_data(model, folder: str) -> list[str]:
+    """The external data files `model`'s tensors name (relative to `folder`) that are not there."""
+    from onnx import TensorProto
+
+    missing: list[str] = []
+    for tensor in _tensors(model.graph):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if location and not os.path.isfile(os.path.join(folder, location)) and location not in missing:
+            missing.append(location)
+    return missing
+
+
+def _tensors(graph):
+    """Every tensor of a graph: its initializers and its nodes' tensor attributes, subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("g"):
+                yield from _tensors(attribute.g)
+            for sub in attribute.graphs:
+                yield from _tensors(sub)
 
 
 def analyse(path: str, model=None) -> Found:

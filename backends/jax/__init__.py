@@ -3,10 +3,10 @@
 from gpt2_conformance.api.backend import CACHE, REFERENCE, Backend, BenchMode
 
 # JAX compiles once per shape (the forward once per power-of-two token count, model.py): a
-# verdict's two shards compile 57 programs, 0.1 s each on 2 cores. Its suite processes keep them
+# verdict's two shards compile dozens of programs. Its suite processes keep them
 # in JAX's persistent compilation cache, so a later verdict loads what an earlier one compiled
 # (the cache's key is the program, JAX's version and the device; every compile is kept, not
-# only those over JAX's default of 1 s)
+# only those over JAX's default minimum compile time)
 BACKEND = Backend(
     name="jax",
     adapter="adapter:JaxAdapter",

@@ -134,7 +134,7 @@ class NumpyAdapter(Adapter):
         if h_final.ndim != 3 or h_final.shape[-1] != self.config.n_embd:
             raise ValueError(f"h_final.shape={h_final.shape}, but should be (B, T, {self.config.n_embd})")
         # one 2-D product: a 3-D h @ wte.T is a loop of B matmuls in numpy, each reading all of
-        # wte (64x slower at decode shapes B=64, T=1, see `gpt2-conformance bench`)
+        # wte (far slower at decode shapes B=64, T=1: `gpt2-conformance bench` times both)
         shape = (*h_final.shape[:-1], gpt2.N_VOCAB)
         h_flat = h_final.reshape(-1, self.config.n_embd)
         if self._dtype == np.float32:

@@ -3,14 +3,14 @@
 from gpt2_conformance.api.backend import REFERENCE, Backend, BenchMode
 
 # `import tensorflow` imports all of Keras 3 where it is installed (tensorflow/__init__.py loads
-# keras.src.optimizers eagerly; with it pandas and matplotlib): 1.4-1.6 s of a 6 s import on 2
-# cores, in every suite process. The reference never touches tf.keras, so its processes ask for
+# keras.src.optimizers eagerly; with it pandas and matplotlib): a quarter of the import, in
+# every suite process (reports/performance.md). The reference never touches tf.keras, so its processes ask for
 # the legacy tf_keras instead, which TensorFlow looks for, does not find, and skips.
 # TensorFlow's CPU tensors come from glibc by default, and its inter-op threads' arenas hand
 # every block over 64 MiB back to the kernel when it is freed, so each 154 MB table or gradient
 # a test makes is faulted in again; its pooling allocator keeps them (TF_CPU_ALLOCATOR_USE_BFC,
-# read by ProcessState::GetCPUAllocator, tensorflow/core/common_runtime/process_state.cc). A
-# verdict: 17.1 s median against 18.1 s, system time 7.5 s against 9.3 s (five alternating pairs).
+# read by ProcessState::GetCPUAllocator, tensorflow/core/common_runtime/process_state.cc): a
+# verdict spends less time in the kernel with it (reports/performance.md).
 BACKEND = Backend(
     name="tensorflow",
     adapter="adapter:TensorFlowAdapter",

@@ -93,8 +93,8 @@ class Runner:
     # -- forward --------------------------------------------------------------------
     def _xla_forward(self, X, past_length, checked: bool = True):
         """The forward for inputs shaped like (X, past_length), called through its concrete
-        function: tf.function's dispatch (matching the signature on every call) cost 0.16 ms
-        a call here against 0.06 ms for the concrete function (B=1, T=1)."""
+        function: tf.function's dispatch (matching the signature on every call) costs more than the
+        decode step itself at B=1, T=1 (reports/performance.md)."""
         wte, wpe, n_vocab = self.wte, self.wpe, self.n_vocab
 
         @tf.function(jit_compile=True)

@@ -85,8 +85,8 @@ class GPT2Embedding(tf.Module):
 
 
 # The graphs take the Variables as arguments rather than capturing self's: a tf.function
-# method traces once per instance, and the suite makes dozens (57 traces of 23-35 ms in one
-# whole-suite process); these trace once per input signature for every instance (12).
+# method traces once per instance, and the suite makes dozens of instances in one whole-suite
+# process; these trace once per input signature for every instance.
 
 
 @tf.function(reduce_retracing=True)
@@ -105,9 +105,8 @@ def tied_logits(wte, h):
     shape = tf.shape(h)
     h_flat = tf.reshape(tf.cast(h, tf.float32), [-1, shape[-1]])
     # model.py's tf.matmul(h_flat, wte, transpose_b=True), as (wte @ h_flat^T)^T: the same
-    # dot products, but TF 2.21's CPU matmul took 121 ms for 2 to 6 rows of h that way
-    # against 15-20 ms this way (and NumPy's 18 ms), 1 row 7 ms either way: an Eigen
-    # contraction path, traced in reports/bench/tensorflow-matmul-few-rows.md
+    # dot products, but TF 2.21's CPU matmul was several times slower for 2 to 6 rows of h that
+    # way: an Eigen contraction path, measured and traced in reports/bench/tensorflow-matmul-few-rows.md
     logits = tf.transpose(tf.matmul(tf.cast(wte, tf.float32), h_flat, transpose_b=True))  # no-op casts in float32
     return tf.cast(tf.reshape(logits, tf.concat([shape[:-1], [wte.shape[0]]], 0)), wte.dtype)
 

@@ -49,9 +49,9 @@ class TorchAdapter(Adapter):
         self.dtype = self.framework_dtype(_TORCH_DTYPES)
         self.device = torch.device(_TORCH_DEVICES[config.device])
         # skip_init: the tables stay uninitialised until load_tables or init_tables, which
-        # always come next; drawing (0.8 s) or zeroing (0.13 s) 39M values per adapter would
-        # be wasted, and the suite builds many. (Its first call imports torch's meta-device
-        # support, about 2 s once per process.)
+        # always come next; drawing or zeroing 39M values per adapter would be wasted, and the
+        # suite builds many. (Its first call imports torch's meta-device support, once per
+        # process.)
         self.model = nn.utils.skip_init(self.model_class, config.n_embd, device=self.device, dtype=self.dtype)
         self.model.eval()
 

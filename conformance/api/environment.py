@@ -125,9 +125,39 @@ def state(entry: Backend) -> tuple[str, str | None]:
         return python, (
             f"backend {name!r} runs in an environment of its own, which is not built ({path}): {build_command(name)}"
         )
-    if kept != recipe(entry):
-        return python, (
-            f"backend {name!r}: its environment ({path}) was built from other pins than its entry's now: "
-            f"{build_command(name)}"
-        )
+    wanted = recipe(entry)
+    if kept != wanted:
+        why = changes(kept, wanted)
+        return python, f"backend {name!r}: its environment ({path}) is out of date, {why}: {build_command(name)}"
     return python, None
+
+
+def changes(kept: Recipe, wanted: Recipe) -> str:
+    """What differs between the recipe an environment was built from and the one it needs now, in
+    one clause: the pins are one of four things that can change, not the only one."""
+    out = []
+    if kept.requirements != wanted.requirements:
+        out.append(
+            f"as it was built from other pins than its entry's now ({_differ(kept.requirements, wanted.requirements)})"
+        )
+    if kept.suite != wanted.suite:
+        out.append(
+            f"as the suite was installed into it from {' '.join(kept.suite)}, "
+            f"and runs from {' '.join(wanted.suite)} now"
+        )
+    if kept.suite_dependencies != wanted.suite_dependencies:
+        out.append(
+            "as the suite's own dependencies changed since it was built "
+            f"({_differ(kept.suite_dependencies, wanted.suite_dependencies)})"
+        )
+    if kept.python != wanted.python:
+        out.append(f"as it was made with Python {kept.python}, and this is Python {wanted.python}")
+    return "; ".join(out) or "as its recipe changed"
+
+
+def _differ(was: tuple[str, ...], now: tuple[str, ...]) -> str:
+    """ "was A, B; now C": the entries one side has and the other lacks."""
+    gone, new = [x for x in was if x not in now], [x for x in now if x not in was]
+    if not gone and not new:
+        return "the same, in another order"
+    return f"was {', '.join(gone) or 'nothing more'}; now {', '.join(new) or 'nothing more'}"

@@ -87,8 +87,8 @@ def zero_table(shape: tuple[int, ...], dtype) -> np.ndarray:
     """A read-only C-contiguous array of zeros that takes no memory: a private read-only mapping
     of no file, whose pages all read the kernel's one zero page. np.zeros would hand a process
     that keeps freed memory in its heap (run/memory.py) used pages to clear, and memory a
-    process has not touched before is what a suite run spends most on (up to 10 ms per MB on
-    virtual machines that give freed pages back to their host). np.zeros where there is no mmap
+    process has not touched before is what a suite run spends most on (on virtual machines that
+    give freed pages back to their host: reports/performance.md). np.zeros where there is no mmap
     flag for it (Windows)."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize

@@ -102,7 +102,7 @@ def compare(a: list[float | None], b: list[float | None], cohorts: int = 1) -> R
 @dataclass
 class Ranked:
     name: str
-    ratio: Ratio | None  # to the fastest (None for the fastest itself: 1.00x)
+    ratio: Ratio | None  # to the fastest (None for the fastest itself)
     rank: int | str  # 1 for the fastest; TIE; or 1 + rows faster with confidence
 
 

@@ -3,7 +3,7 @@
 A block is one implementation's turn on the machine (session.py gives the turns). It opens with
 a lead-in of the implementation's own untimed calls, so its data is back in the caches and its
 thread pools are awake after the other implementations' turns; then come its samples, each the
-mean of as many calls in a row as last MIN_SAMPLE_S (a single 20 us call is mostly the timer
+mean of as many calls in a row as last MIN_SAMPLE_S (a single short call is mostly the timer
 and the scheduler's tick), or, for a cold workload, one call after a cache flush. The block's
 median sample is its figure; the ratio of two implementations' figures in the same round is
 what the ranking is built from (ranking.py).

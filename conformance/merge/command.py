@@ -79,6 +79,8 @@ def run(args) -> int:
         print(markdown.render(doc))
     for problem in doc["parity"].get("problems", []):
         print(f"gpt2-conformance merge: parity problem: {problem}", file=sys.stderr)
+    for line in document.why_exit(doc):  # an exit code of 1 or 4 says which run(s) made it so
+        print(f"gpt2-conformance merge: {line}", file=sys.stderr)
     return document.exit_code(doc)
 
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from pathlib import PurePath
 
+from gpt2_conformance import results as res
 from gpt2_conformance.merge import parity
 from gpt2_conformance.merge.inputs import label_columns
 from gpt2_conformance.merge.model import ABSENT, MERGED_FORMAT, UNKNOWN, Run, as_text
@@ -142,3 +143,33 @@ def exit_code(doc: dict) -> int:
     if 1 in codes or doc["parity"].get("problems"):
         return 1
     return 4 if 4 in codes else 0
+
+
+def why_exit(doc: dict) -> list[str]:
+    """One line per run that makes the merge's exit code what it is: each failed run (1), or, where
+    none failed, each run that could not judge some clauses (4); each names the backend, its
+    column and its file, and what in its report decides it. Parity problems say their own."""
+    code = exit_code(doc)
+    if code not in (1, 4):
+        return []
+    status = res.FAIL if code == 1 else res.ERROR
+    lines = []
+    for c in doc["columns"]:
+        if c["exit_code"] != code:
+            continue
+        clauses = [row["id"] for row in doc["clauses"] if row["cells"].get(c["label"], {}).get("status") == status]
+        if code == 4:
+            why = f"the suite could not judge {_count(clauses, 'clause')} (ERROR): {', '.join(clauses)}"
+        else:
+            reasons = [f"it could not run: {c['error']}"] if c["error"] else []
+            reasons += [f"{_count(clauses, 'clause')} failed: {', '.join(clauses)}"] if clauses else []
+            stale = c["stale_waivers"]
+            reasons += [f"{_count(stale, 'stale waiver')}: {', '.join(map(str, stale))}"] if stale else []
+            why = "; ".join(reasons) or "its report's exit code is 1"
+        verdict = "failed" if code == 1 else "was not judged whole"
+        lines.append(f"the run of {c['backend']} ({c['label']}, {c['file']}) {verdict}: {why}; so merge exits {code}")
+    return lines
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"

@@ -22,7 +22,7 @@ import time
 from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
 from gpt2_conformance.api.machine import cores
-from gpt2_conformance.run import console, files, parity, report, runner, schedule
+from gpt2_conformance.run import console, envs, files, parity, progress, report, runner, schedule
 from gpt2_conformance.runtime import inputs
 from gpt2_conformance.wire import route as wire_route
 
@@ -45,7 +45,9 @@ def add_parser(sub) -> None:
         "--timeout",
         type=float,
         default=runner.DEFAULT_TEST_TIMEOUT,
-        help="seconds per test before it is failed as hung (default %(default)s)",
+        help="seconds per test before it is failed as hung (default %(default)s); a test stuck in native code, "
+        "which the limit's signal cannot stop, is killed after a grace of as many seconds again (at most "
+        f"{runner.HANG_GRACE:g})",
     )
     run.add_argument(
         "--jobs",
@@ -85,6 +87,18 @@ def add_parser(sub) -> None:
         help="after each scorecard, its N slowest tests with their clause (where the verdict's time goes)",
     )
     run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines while it works (on a terminal a live line per running backend, elsewhere "
+        "plain lines on stderr): only the scorecards and the summary",
+    )
+    run.add_argument(
+        "--no-build-envs",
+        action="store_true",
+        help="do not build the environment of a backend that runs in one of its own when it is missing "
+        "(`gpt2-conformance env NAME` builds it): that backend is not judged, and the summary says so",
+    )
+    run.add_argument(
         "--verbose",
         action="store_true",
         help="show the frameworks' own output (TensorFlow's "
@@ -101,6 +115,11 @@ def run(args) -> int:
         args.seed = random.randrange(2**32)  # one seed for every child of the run (shards, restarts, backends)
     if args.backend == "all":
         return _run_all(args)
+    if args.backend and not args.no_build_envs and registry.unbuilt_environment(args.backend):
+        with progress.display(args.quiet) as shown:
+            built = _build_environment(args.backend, args, shown)
+        if built is None:
+            return res.EXIT_FAIL
     name = files.prepare(args) or wire_route.prepare(args) or args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
@@ -216,7 +235,9 @@ def _run_one(name: str, args, waiver_list: list, log_dir: str) -> int:
     """One backend: its suite split over --jobs child processes (default: the cores)."""
     # --case: one child. A test lands in one shard only, and a shard left with no --case test
     # errored ("names no test of the suite"), failing the replay of a test that passed
-    result = _judge(name, args, waiver_list, log_dir, shards=1 if args.case else (args.jobs or cores()))
+    with progress.display(args.quiet) as shown:
+        shards = 1 if args.case else (args.jobs or cores())
+        result = _judge(name, args, waiver_list, log_dir, shards=shards, shown=shown)
     refused = _refusal(result)
     if refused:  # nothing ran: no reports
         return _usage(refused, args)
@@ -237,7 +258,17 @@ def _refusal(result: res.SuiteResult) -> str | None:
     return "--case " + line.split(res.UNKNOWN_CASE_PREFIX, 1)[1]
 
 
-def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, side_by_side: int = 1) -> res.SuiteResult:
+def _judge(
+    name: str,
+    args,
+    waiver_list: list,
+    log_dir: str,
+    shards: int = 1,
+    side_by_side: int = 1,
+    shown: progress.Display | None = None,
+) -> res.SuiteResult:
+    shown = shown or progress.Display()
+    shown.begin(name)
     log = console.log_path(log_dir, name, args.device)
     draws = (["--gpt2c-thorough", "--gpt2c-seed", str(args.seed)] if args.thorough else []) + (
         ["--gpt2c-no-shrink"] if args.no_shrink else []
@@ -256,6 +287,7 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
         shards=shards,
         side_by_side=side_by_side,
         extra_args=draws + cases,
+        progress=lambda done, total, doing: shown.tests(name, done, total, doing),
     )
     result.environment["draws"] = (
         {
@@ -286,6 +318,7 @@ def _judge(name: str, args, waiver_list: list, log_dir: str, shards: int = 1, si
         )
     elif args.case:
         result.parity = parity.not_computed("--case runs part of the suite")
+    shown.end(name, report.counts_line(result) if not result.error else f"could not run: {result.error}")
     return result
 
 
@@ -328,51 +361,114 @@ def _write_reports(result: res.SuiteResult, args) -> None:
 
 def _run_all(args) -> int:
     """Every backend, each in its own child processes (one framework's crash, hang or import
-    error cannot take the others down), `--jobs` at a time; scorecards in the registry's order."""
+    error cannot take the others down), `--jobs` at a time; scorecards in the registry's order.
+    A backend with an environment of its own is built first where it is missing (unless
+    --no-build-envs); one that cannot run here is not judged, and the summary says why."""
     start = time.perf_counter()
     log_dir = _log_dir(args)
-    todo, missing = [], {}
-    for name in registry.available():
-        lacking, unbuilt = registry.missing_framework(name), registry.unbuilt_environment(name)
-        if unbuilt:
-            missing[name] = "its environment"
-            print(f"gpt2-conformance: {unbuilt}")
-        elif lacking:
-            missing[name] = lacking
-            print(f"gpt2-conformance: backend {name}: not installed ({lacking} is not importable)")
-        else:
-            todo.append(name)
-    jobs = args.jobs or cores()
-    at_once = max(1, min(jobs, len(todo) or 1))
-    results = []
-    # brackets only a collected suite can check: one backend first, alone, so that a refusal is one
-    # usage error rather than every backend's scorecard of it; its run is kept
-    first = _judge_named(todo[0], args, log_dir) if todo and any("[" in case for case in args.case) else None
-    refused = _refusal(first) if first is not None else None
-    if refused:
-        return _usage(refused, args)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
-        judged = {first.backend: first} if first is not None else {}
-        futures = {
-            name: pool.submit(_judge_named, name, args, log_dir, at_once)
-            for name in schedule.order(todo, args.device)
-            if name not in judged
-        }
-        try:
-            for name in todo:  # the registry's order: the output does not depend on which finishes first
-                result = judged[name] if name in judged else futures[name].result()
-                _print_scorecard(result, args)
-                _write_reports(result, args)
-                results.append(result)
-        except KeyboardInterrupt:  # no backend starts after it, the running ones end (runner.STOPPING)
-            runner.STOPPING.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    with progress.display(args.quiet) as shown:
+        building = time.perf_counter()
+        built = [
+            name
+            for name in registry.available()
+            if not args.no_build_envs
+            and registry.unbuilt_environment(name)
+            and _build_environment(name, args, shown) is not None
+        ]
+        building = time.perf_counter() - building if built else 0.0
+        todo, missing = [], {}
+        for name in registry.available():
+            lacking, unbuilt = registry.missing_framework(name), registry.unbuilt_environment(name)
+            if unbuilt:
+                missing[name] = unbuilt + (" (--no-build-envs)" if args.no_build_envs else "")
+                print(f"gpt2-conformance: {missing[name]}")
+            elif lacking:
+                missing[name] = f"not installed ({lacking} is not importable)"
+                print(f"gpt2-conformance: backend {name}: {missing[name]}")
+            else:
+                todo.append(name)
+        jobs = args.jobs or cores()
+        at_once = max(1, min(jobs, len(todo) or 1))
+        results = []
+        # brackets only a collected suite can check: one backend first, alone, so that a refusal is one
+        # usage error rather than every backend's scorecard of it; its run is kept
+        first = _judge_named(todo[0], args, log_dir, shown=shown) if todo and any("[" in c for c in args.case) else None
+        refused = _refusal(first) if first is not None else None
+        if refused:
+            return _usage(refused, args)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
+            judged = {first.backend: first} if first is not None else {}
+            futures = {
+                name: pool.submit(_judge_named, name, args, log_dir, at_once, shown)
+                for name in schedule.order(todo, args.device)
+                if name not in judged
+            }
+            try:
+                for name in todo:  # the registry's order: the output does not depend on which finishes first
+                    result = judged[name] if name in judged else futures[name].result()
+                    _print_scorecard(result, args)
+                    _write_reports(result, args)
+                    results.append(result)
+            except KeyboardInterrupt:  # no backend starts after it, the running ones end (runner.STOPPING)
+                runner.STOPPING.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     schedule.record({r.backend: r.duration for r in results if not r.error}, args.device)
+    nothing = {r.backend: _nothing_checked(r) for r in results if r.exit_code == res.EXIT_NOTHING_CHECKED}
     print("\n" + report.matrix(results, missing))
     print("\n" + _parity_section(args, results))
-    print(f"\nall backends: {time.perf_counter() - start:.0f} s with --jobs {jobs}")
-    return res.combined_exit_code([r.exit_code for r in results])
+    print("\n" + _summary(results, {**missing, **nothing}, time.perf_counter() - start, jobs, built, building))
+    code = res.combined_exit_code([r.exit_code for r in results])
+    return res.EXIT_NOTHING_CHECKED if code == res.EXIT_PASS and (missing or nothing) else code
+
+
+def _summary(results, not_judged: dict[str, str], seconds: float, jobs: int, built: list[str], building: float) -> str:
+    """The run's last line: how many backends were judged, which were not and why, and the time
+    (an environment built on the way, apart)."""
+    judged = len(results) - sum(name in not_judged for name in (r.backend for r in results))
+    line = f"all backends: {judged} judged, {len(not_judged)} not judged, in {seconds:.0f} s with --jobs {jobs}"
+    if built:
+        line += f" (of which {building:.0f} s building the environment of {', '.join(built)})"
+    return line + "".join(f"\n  not judged: {name}: {why}" for name, why in not_judged.items())
+
+
+def _nothing_checked(result: res.SuiteResult) -> str:
+    """Why a backend's run checked nothing: its skips' reason (a device or compiler it lacks)."""
+    reasons = [c.message for c in result.clauses if c.status in (res.SKIPPED, res.NOT_CLAIMED) and c.message]
+    return reasons[0] if reasons else "nothing was checked"
+
+
+def _build_environment(name: str, args, shown: progress.Display) -> float | None:
+    """Build `name`'s own environment before judging it, as `gpt2-conformance env NAME` would:
+    announced, its pip lines as progress and in the log, then its time and size. The seconds it
+    took, or None where the build failed (said in one line)."""
+    entry = registry.entry(name)
+    assert entry is not None and entry.environment is not None
+    path = envs.folder(name)
+    state = "out of date" if os.path.exists(envs.python_of(path)) else "not built yet"
+    print(
+        f"gpt2-conformance: {name} runs in an environment of its own, {state}: building it in {path} "
+        f"({', '.join(entry.environment.requirements)} and this suite; --no-build-envs skips it)",
+        flush=True,
+    )
+    log = console.log_path(_log_dir(args), f"{name}-environment", args.device)
+    start = time.perf_counter()
+    with open(log, "a", encoding="utf-8") as f:
+
+        def line(text: str) -> None:
+            f.write(text + "\n")
+            if text.strip():
+                shown.step(name, f"building its environment: {text.strip()[:100]}")
+
+        code = envs.build(name, out=line, lines=line)
+    took = time.perf_counter() - start
+    shown.end(name, f"environment {'built' if code == 0 else 'not built'} in {took:.0f} s")
+    if code != 0:
+        print(f"gpt2-conformance: {name}: its environment could not be built (the pip output: {log})", flush=True)
+        return None
+    size = envs.size_of(path) / 1e9
+    print(f"gpt2-conformance: {name}: environment built in {took:.0f} s ({size:.1f} GB in {path})", flush=True)
+    return took
 
 
 def _parity_section(args, results: list[res.SuiteResult]) -> str:
@@ -386,7 +482,9 @@ def _parity_section(args, results: list[res.SuiteResult]) -> str:
     return parity.table_from_fingerprints(fingerprints)
 
 
-def _judge_named(name: str, args, log_dir: str, side_by_side: int = 1) -> res.SuiteResult:
+def _judge_named(
+    name: str, args, log_dir: str, side_by_side: int = 1, shown: progress.Display | None = None
+) -> res.SuiteResult:
     try:
         waiver_list = _waivers(name, args, log_dir)
     except inputs.InputError as exc:
@@ -394,4 +492,4 @@ def _judge_named(name: str, args, log_dir: str, side_by_side: int = 1) -> res.Su
         result.log_path = console.log_path(log_dir, name, args.device)
         result.environment["log"] = os.path.basename(result.log_path)
         return result
-    return _judge(name, args, waiver_list, log_dir, side_by_side=side_by_side)
+    return _judge(name, args, waiver_list, log_dir, side_by_side=side_by_side, shown=shown)

@@ -31,6 +31,7 @@ from gpt2_conformance.api.environment import (
     STAMP,
     Recipe,
     build_command,
+    changes,
     folder,
     python_of,
     recipe,
@@ -94,8 +95,10 @@ def requirement_names(entry: Backend) -> list[str]:
     return [r.split("==")[0].split("[")[0].strip() for r in entry.environment.requirements]
 
 
-def build(name: str, dry_run: bool = False, out=print) -> int:
-    """Build or update `name`'s environment (or, dry_run, print what would run); an exit code."""
+def build(name: str, dry_run: bool = False, out=print, lines=None) -> int:
+    """Build or update `name`'s environment (or, dry_run, print what would run); an exit code.
+    `lines`: each line the build commands print goes there instead of to the console (`run`
+    shows the last one as its progress and keeps them all in its log)."""
     entry = registry.builtin().get(name)
     if entry is None:
         _error(f"unknown backend {name!r}; available: {', '.join(registry.available())}")
@@ -115,20 +118,23 @@ def build(name: str, dry_run: bool = False, out=print) -> int:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(f"{path}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _build(name, path, wanted, False, out)
+        return _build(name, path, wanted, False, out, lines)
 
 
-def _build(name: str, path: str, wanted: Recipe, dry_run: bool, out) -> int:
-    if stamped(path) == wanted and os.path.exists(python_of(path)):
+def _build(name: str, path: str, wanted: Recipe, dry_run: bool, out, lines=None) -> int:
+    kept, exists = stamped(path), os.path.exists(python_of(path))
+    if kept == wanted and exists:
         out(f"{name}: environment {path} is up to date (nothing to do)")
         return 0
+    if kept is not None and exists:  # built before: say what changed, which is not always the pins
+        out(f"{name}: environment {path} is out of date, {changes(kept, wanted)}")
     for cmd in commands(path, wanted, os.path.exists(python_of(path))):
         out(("would run: " if dry_run else "running: ") + shlex.join(cmd))
         if dry_run:
             continue
-        done = subprocess.run(cmd)
-        if done.returncode != 0:
-            _error(f"{name}: `{shlex.join(cmd)}` exited with {done.returncode}")
+        code = _call(cmd, lines)
+        if code != 0:
+            _error(f"{name}: `{shlex.join(cmd)}` exited with {code}")
             return res.EXIT_FAIL
     if dry_run:
         return 0
@@ -136,6 +142,34 @@ def _build(name: str, path: str, wanted: Recipe, dry_run: bool, out) -> int:
         json.dump(asdict(wanted), f, indent=1)
     out(f"{name}: environment {path} built; `gpt2-conformance run --backend {name}` runs its suite there")
     return 0
+
+
+def _call(cmd: list[str], lines=None) -> int:
+    """Run one build command: its output to the console, or each line to `lines`."""
+    try:
+        if lines is None:
+            return subprocess.run(cmd).returncode
+        out, err = subprocess.PIPE, subprocess.STDOUT
+        with subprocess.Popen(cmd, stdout=out, stderr=err, text=True, errors="replace") as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines(line.rstrip("\n"))
+        return proc.returncode
+    except OSError as exc:  # its program cannot be started (a broken venv's python)
+        (lines or print)(f"{cmd[0]} could not be started: {exc}")
+        return 127
+
+
+def size_of(path: str) -> int:
+    """Bytes under `path` (an environment's folder), its links not followed."""
+    total = 0
+    for where, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(where, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 def _error(message: str) -> None:

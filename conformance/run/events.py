@@ -250,8 +250,8 @@ FINISHED_STATUSES = (0, 1, 5)
 @pytest.hookimpl(trylast=True)  # after every other plugin has finished with the session
 def pytest_unconfigure(config):
     """End the child here, with pytest's exit status, once its events are written: tearing down an
-    interpreter that imported a framework costs more than some tests (after `import tensorflow`
-    alone: 1.3-1.5 s of module and object destructors), and the parent reads nothing the child
+    interpreter that imported a framework costs more than some tests (module and object destructors
+    after `import tensorflow` alone: reports/performance.md), and the parent reads nothing the child
     would still do. Exit handlers still run (atexit, weakref.finalize: an adapter's temporary
     files); objects' __del__ at shutdown does not."""
     writer = config.pluginmanager.get_plugin("gpt2c-events-writer")

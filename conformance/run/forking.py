@@ -2,7 +2,7 @@
 and forks a new one for the tests left after a crash, instead of the parent starting a new child.
 
 A verdict child pays its start (Python, pytest, the suite's collection, the framework's import:
-0.1-4.5 s) before its first test. An implementation that crashes on bad ids (a segfault in an
+up to seconds) before its first test. An implementation that crashes on bad ids (a segfault in an
 unchecked native gather, an abort) costs one child per crash under the parent's restart loop
 (run/runner.py): 10-12 per run for mlx-lm and tract, each paying that start again. Forked from a
 child that has imported and collected everything but run no test, a worker starts where a new

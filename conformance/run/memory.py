@@ -4,17 +4,16 @@ The suite allocates and frees arrays of 150-310 MB (wte, its gradients, float64 
 hundreds of times per run. glibc hands every block above its mmap threshold (at most 32 MB by
 default) back to the kernel when it is freed, so each new one is faulted in again, page by page;
 on virtual machines that return freed pages to their host, that costs more than the arithmetic
-(on the 2-core CI machine: the NumPy suite in 18 s with this, 23 s without). Raising the
+(reports/performance.md has the NumPy suite's time with and without this). Raising the
 threshold keeps the blocks in the heap for the next allocation of that size.
 
 NumPy asks the kernel for 2 MiB pages (madvise MADV_HUGEPAGE) for every array above 4 MiB.
 On a virtual machine that reports free memory back to its host (Linux free page reporting, as
 on Firecracker with page_reporting_order=11: the CI machines here), a huge page nearly always
-comes from a reported block, which the host must back again: measured on such a 2-core machine,
-18 ms per 2 MiB page (4.7 s for 512 MB) against 0.2-0.5 s for the same 512 MB in 4 KiB pages.
-The suite does little arithmetic per byte, so what it gains from huge pages (fewer TLB misses)
-is far less than that: a NumPy verdict's two shards took 10.8-11.7 s with them, 4.2-4.6 s
-without. So the suite's processes turn them off (NUMPY_MADVISE_HUGEPAGE=0 in a child, numpy's
+comes from a reported block, which the host must back again: on such a machine a huge page
+costs far more than the same memory in 4 KiB pages, and the suite does little arithmetic per byte,
+so what it gains from huge pages (fewer TLB misses) is far less than that (both measured in
+reports/performance.md). So the suite's processes turn them off (NUMPY_MADVISE_HUGEPAGE=0 in a child, numpy's
 own switch in this process). The bench does not: it times frameworks at their best, after
 warm-up, where a huge page costs nothing more per call and saves TLB misses.
 

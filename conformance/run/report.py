@@ -27,16 +27,21 @@ def scorecard(result: res.SuiteResult) -> str:
     for c in result.clauses:
         reason = "" if c.status == res.PASS else f"  {c.message}"
         lines.append(f"  {c.clause.id:<26} {c.status:<12} {c.clause.title}{reason}")
-    counts = result.by_status()
     for stale in result.stale_waivers:
         lines.append(f"  STALE WAIVER: {stale}")
+    lines.append(f"  {counts_line(result)}")
+    return "\n".join(lines)
+
+
+def counts_line(result: res.SuiteResult) -> str:
+    """The scorecard's last line: its clauses by verdict, and the time."""
+    counts = result.by_status()
     waived = f"{counts[res.WAIVED]} waived, " if counts[res.WAIVED] else ""
     errors = f"{counts[res.ERROR]} suite error(s) (not the implementation's), " if counts[res.ERROR] else ""
-    lines.append(
-        f"  {counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{errors}{counts[res.NOT_CLAIMED]} "
+    return (
+        f"{counts[res.PASS]} passed, {counts[res.FAIL]} failed, {waived}{errors}{counts[res.NOT_CLAIMED]} "
         f"not claimed, {counts[res.SKIPPED]} skipped in {result.duration:.1f} s"
     )
-    return "\n".join(lines)
 
 
 def slowest(result: res.SuiteResult, count: int) -> str:

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpt2_conformance import registry, spec
@@ -58,8 +59,8 @@ SUITE_ARGS = ("--pyargs", SUITE, "--rootdir", SUITE_DIR, "-p", "no:cacheprovider
 # its event writer, pytest-timeout and hypothesis' own. Whatever else the environment has installed
 # (anyio, typeguard, jaxtyping, pytest-randomly, ...) can neither reorder nor change a verdict, nor
 # cost its start-up: pytest rewrites the asserts of every module of an autoloaded plugin's
-# distribution (166 modules here: hypothesis, anyio, typeguard, ...), again in every child where
-# bytecode is not written (PYTHONDONTWRITEBYTECODE): about 4 s of each child on these machines.
+# distribution (hypothesis, anyio, typeguard, ...: over a hundred modules), again in every child
+# where bytecode is not written (PYTHONDONTWRITEBYTECODE): seconds of each child's start.
 CHILD_PLUGINS = (
     "gpt2_conformance.pytest_plugin",
     "gpt2_conformance.run.events",
@@ -71,18 +72,11 @@ CHILD_PLUGINS = (
 CHILD_PLUGIN_DISTRIBUTIONS = {"pytest_timeout": "pytest-timeout", "_hypothesis_pytestplugin": "hypothesis"}
 
 
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, which blocks its import
-        return False
-
-
 def missing_child_plugins() -> str | None:
     """The child plugins this interpreter cannot load, as one line saying what to install; None if
     it has them all. Each suite child is this interpreter (sys.executable) running pytest with them,
     and a child that cannot load one ends before its first test: every clause an ERROR."""
-    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not _importable(module)]
+    missing = [dist for module, dist in CHILD_PLUGIN_DISTRIBUTIONS.items() if not registry.importable(module)]
     if not missing:
         return None
     return (
@@ -239,6 +233,7 @@ def run_backend(
     parity: bool = False,
     shards: int = 1,
     side_by_side: int = 1,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> res.SuiteResult:
     """The suite on a backend in child processes (see module docstring). `checkpoint`: the
     GOLDEN clauses use that checkpoint's tables instead of the shipped real data. `parity`: the
@@ -248,7 +243,9 @@ def run_backend(
     `side_by_side`: how many such runs share the machine at once (`run --backend all --jobs N`);
     with the shards, it sizes each child's BLAS/OpenMP thread pools to its share of the cores. The
     children's own output (pytest's, the frameworks' logging) is appended to `log_path` if given,
-    and echoed to stderr with `echo`; it never reaches the console otherwise."""
+    and echoed to stderr with `echo`; it never reaches the console otherwise. `progress(done, total,
+    doing)`: told as the children's events file grows (tests done of tests collected, over every
+    shard, and the clause of a test in flight), for run/progress.py's live lines."""
     target = ["--gpt2c-adapter", adapter_spec] if adapter_spec else ["--gpt2c-backend", name]
     golden = ["--gpt2c-checkpoint", checkpoint] if checkpoint else []
     # -s: the frameworks' own output goes straight to the log file (pytest would drop a passing test's)
@@ -275,10 +272,14 @@ def run_backend(
         # the parity fingerprint: computed by whichever shard finishes its tests first
         claim = ["--gpt2c-parity", "--gpt2c-parity-claim", os.path.join(run_tmp, "parity-claimed")] if parity else []
         args = [[*base, "--gpt2c-shard", f"{i}/{shards}", *claim] for i in range(shards)]
+        counts = _Counts(shards, progress)
         try:
             passes = list(
                 pool.map(
-                    lambda a: _passes(a, test_timeout, hang_grace, log_path, echo, log_lock, child_vars, python), args
+                    lambda i: _passes(
+                        args[i], test_timeout, hang_grace, log_path, echo, log_lock, child_vars, python, counts.of(i)
+                    ),
+                    range(shards),
                 )
             )
         except KeyboardInterrupt:
@@ -314,6 +315,28 @@ def run_backend(
     return result
 
 
+class _Counts:
+    """Tests done and collected in each shard, summed for the progress callback (None: nobody asks)."""
+
+    def __init__(self, shards: int, progress: Callable[[int, int, str], None] | None):
+        self.progress, self.lock = progress, threading.Lock()
+        self.shards = [(0, 0, "")] * shards
+
+    def of(self, shard: int) -> Callable[[int, int, str], None] | None:
+        if self.progress is None:
+            return None
+
+        def told(done: int, total: int, doing: str) -> None:
+            with self.lock:
+                self.shards[shard] = (done, total, doing)
+                doing_now = next((d for _, _, d in self.shards if d), "")
+                done_all, total_all = sum(s[0] for s in self.shards), sum(s[1] for s in self.shards)
+            assert self.progress is not None
+            self.progress(done_all, total_all, doing_now)
+
+        return told
+
+
 @dataclass
 class _Passes:
     outcomes: dict = field(default_factory=dict)  # nodeid -> TestOutcome
@@ -330,12 +353,14 @@ def _passes(
     log_lock: threading.Lock,
     child_vars: dict | None = None,
     python: str | None = None,
+    told: Callable[[int, int, str], None] | None = None,
 ) -> _Passes:
     """One shard: pytest children until every test it collected has a verdict. A child that dies
     in a test (a crash, or a hang the watchdog ends) costs that test a FAIL; the next child runs
     the rest (a crash a forking child survived, run/forking.py, arrives here as that FAIL).
     `child_vars`: thread-pool sizes and the backend's own variables for the children, where the
-    environment sets none. `python`: the children's interpreter (default this one)."""
+    environment sets none. `python`: the children's interpreter (default this one). `told(done,
+    total, doing)`: this shard's progress, as its events file grows."""
     env = memory.child_env(dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     for name, value in (child_vars or {}).items():
         env.setdefault(name, value)
@@ -363,9 +388,17 @@ def _passes(
                 *deselect,
             ]
             child_log = os.path.join(tmp, f"output-{attempt}.log")
+            earlier = len(out.outcomes)  # judged in the passes before this one
+
+            def grew(events=events, earlier=earlier, clauses=clauses) -> None:
+                if told is not None:
+                    now = events_file.read(events)
+                    collected = clauses or now.collected or {}
+                    told(earlier + len(now.done), len(collected), collected.get(now.in_flight or "", ""))
+
             with open(child_log, "w") as log:  # a file, not a pipe: a chatty child must never block on it
                 child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
-                hung = _watch(child, events, test_timeout + hang_grace)
+                hung = _watch(child, events, test_timeout + hang_grace, grew)
             with open(child_log, errors="replace") as log:
                 output = log.read()
             with log_lock:
@@ -377,12 +410,14 @@ def _passes(
             this = events_file.read(events)
             out.outcomes.update(this.done)
             clauses = this.collected if clauses is None else clauses
+            if told is not None:
+                told(len(out.outcomes), len(clauses or {}), "")
             out.session = this.session or out.session
             if this.in_flight is not None:
                 # it died in a test: that test FAILs and the rest run on; when it was the last, one
                 # more pass (every test deselected) ends the session: the implementation and parity
                 reason = (
-                    f"hung: no result after {test_timeout + hang_grace:.0f} s, process killed"
+                    hung_message(test_timeout, hang_grace)
                     if hung
                     else events_file.crashed(events_file.death(child.returncode))
                 )
@@ -401,6 +436,16 @@ def _passes(
                 out.error = f"pytest exited with {child.returncode}: {last_words(output)}"
             break
     return out
+
+
+def hung_message(test_timeout: float, hang_grace: float) -> str:
+    """Why a test the watchdog killed failed: both numbers, as the limit is --timeout and the watchdog
+    waits the grace on top of it (pytest-timeout's signal ends a test stuck in Python at the limit,
+    with its traceback; one stuck in native code, where no signal reaches, only the watchdog ends)."""
+    return (
+        f"hung: no result within the {test_timeout:g} s limit per test (--timeout) nor {hang_grace:g} s of grace "
+        "after it (stuck where the limit's signal cannot reach, e.g. in native code), process killed"
+    )
 
 
 _EXCEPTION_LINE = re.compile(r"^(E\s+)?([A-Za-z_][\w.]*(Error|Exception|Exit)|ERROR): ")
@@ -422,10 +467,11 @@ def last_words(output: str, limit: int = 1500) -> str:
     return "\n".join(kept) or (lines[-1][-limit:] if lines else "")
 
 
-def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
+def _watch(child: subprocess.Popen, events: str, limit: float, grew: Callable[[], None] | None = None) -> bool:
     """Wait for the child; kill it if the events file shows no progress for `limit` s, end it
-    once the run is interrupted (STOPPING). Returns True when it was killed for hanging."""
-    last_size, last_change = -1, time.monotonic()
+    once the run is interrupted (STOPPING). Returns True when it was killed for hanging. `grew`:
+    called when the events file has grown (at most twice a second)."""
+    last_size, last_change, last_told = -1, time.monotonic(), 0.0
     while True:
         try:
             child.wait(timeout=0.2)  # back as soon as it exits, not at the next tick
@@ -439,6 +485,9 @@ def _watch(child: subprocess.Popen, events: str, limit: float) -> bool:
         size = os.path.getsize(events) if os.path.exists(events) else 0
         if size != last_size:
             last_size, last_change = size, time.monotonic()
+            if grew is not None and last_change - last_told >= 0.5:
+                grew()
+                last_told = last_change
         elif time.monotonic() - last_change > limit:
             child.kill()
             child.wait()

@@ -2,10 +2,10 @@
 
 Longest first, by how long each took in the last run on this device (as CTest orders tests by
 the cost data of its last run): the short ones fill in at the end. With --jobs 2 on 2 cores the
-registry's order left one core idle for the last backend's 50 s; longest first comes within a
-few seconds of the total divided by the jobs. A backend with no recorded time starts first (it
-may be long); with no record at all, the judged implementations start before the references
-(they run a real model's own code: 20-55 s against 9-36 s on 2 cores). The times are kept in
+registry's order left one core idle for the last backend; longest first comes within a few
+seconds of the total divided by the jobs. A backend with no recorded time starts first (it may be
+long); with no record at all, the judged implementations start before the references (they run a
+real model's own code, and take longer: the run's own table of times shows it). The times are kept in
 this user's private cache folder (machine.private_cache_folder); a missing or unreadable record
 only costs the order, never a verdict. Scorecards are printed in the registry's order whatever
 order the backends start in.

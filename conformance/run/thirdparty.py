@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from gpt2_conformance import registry, waivers
+from gpt2_conformance import registry, spec, waivers
 from gpt2_conformance import results as res
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance.run import runner
@@ -64,6 +64,25 @@ def judge(
     if factory is not None:
         return result, waiver_list, factory.implementation()
     # as its children described it (the suite's result records the adapter's implementation())
+    return result, waiver_list, str(result.environment.get("implementation", ""))
+
+
+def recorded(name: str, folder: str) -> tuple[res.SuiteResult, list, str] | None:
+    """judge()'s answer read from a run's JSON report in `folder` (`run --report-dir`), where that
+    run judged `name` against this spec version; else None. What `run --backend all` judged once is
+    not judged again by `thirdparty --from` or the tests (CI runs the main job first)."""
+    import json
+
+    path = os.path.join(folder, f"gpt2-conformance-{name}-cpu.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        result = res.from_dict(json.load(f))
+    if result.spec_version != spec.SPEC_VERSION:
+        return None
+    entry = registry.builtin()[name]
+    waiver_path = entry.waivers_path()
+    waiver_list = waivers.load(waiver_path) if waiver_path else []
     return result, waiver_list, str(result.environment.get("implementation", ""))
 
 
@@ -157,16 +176,39 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("names", nargs="*", default=registry.judged(), help="default: all")
     parser.add_argument("--out", default="reports", help="folder for <name>.md (default: ./reports)")
+    parser.add_argument(
+        "--from",
+        dest="recorded",
+        metavar="DIR",
+        help="write the reports from a run's JSON reports in DIR (`run --backend all --report-dir DIR`) "
+        "instead of judging again; the upstream reproductions still run",
+    )
+
+
+def not_judged(name: str) -> str | None:
+    """Why thirdparty does not take `name` (one line saying what it takes), else None."""
+    judged = registry.judged()
+    if name in judged:
+        return None
+    takes = f"thirdparty takes the judged backends: {', '.join(judged)}"
+    if name in registry.references():
+        return (
+            f"{name} is a reference backend (ours), not a third-party implementation: {takes}; "
+            f"`gpt2-conformance run --backend {name}` runs the suite on it"
+        )
+    if name in registry.available():
+        return (
+            f"{name} is a plug-in without a judged registry entry (kind, waiver file), not a third-party "
+            f"implementation of ours: {takes}; `gpt2-conformance run --backend {name}` runs the suite on it"
+        )
+    return f"unknown implementation {name!r}: {takes}"
 
 
 def run(args) -> int:
-    unknown = [n for n in args.names if n not in registry.judged()]
-    if unknown:
-        print(
-            f"gpt2-conformance: error: unknown implementation {unknown[0]!r}; known: {', '.join(registry.judged())}",
-            file=sys.stderr,
-        )
-        return 2
+    problem = next(filter(None, map(not_judged, args.names)), None)
+    if problem:
+        print(f"gpt2-conformance thirdparty: error: {problem}", file=sys.stderr)
+        return res.EXIT_USAGE
     os.makedirs(args.out, exist_ok=True)
     status = 0
     for name in args.names:
@@ -175,7 +217,21 @@ def run(args) -> int:
             print(f"{name}: skipped, {unbuilt or f'{lacking} is not importable'}", file=sys.stderr)
             status = 1
             continue
-        result, waiver_list, implementation = judge(name, reproductions=True)
+        found = recorded(name, args.recorded) if args.recorded else None
+        if args.recorded and found is None:
+            print(f"{name}: skipped, no report of spec {spec.SPEC_VERSION} for it in {args.recorded}", file=sys.stderr)
+            status = 1
+            continue
+        if found is not None:  # waived as it was run; a reproduction that no longer reproduces makes its waiver stale
+            result, waiver_list, implementation = found
+            fixed = causes.fixed_clauses(causes.reproduce(name, jobs=cores()))
+            result.stale_waivers += [
+                f"{c.clause.id} is waived ({c.waiver.get('link', '')}) but {fixed[c.clause.id]}"
+                for c in result.clauses
+                if c.status == res.WAIVED and c.clause.id in fixed
+            ]
+        else:
+            result, waiver_list, implementation = judge(name, reproductions=True)
         entry = registry.builtin()[name]
         rel = (
             f"backends/{entry.package.removeprefix(registry.BACKENDS_PACKAGE + '.').replace('.', '/')}/{entry.waivers}"

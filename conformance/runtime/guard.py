@@ -12,6 +12,11 @@
    exception, one the suite's own code or data raised, as ERROR, not FAIL. The exception
    also carries the call in the suite's own form (runtime/calls.py), so its FAIL line says which
    input caused it.
+   An answer that is not what the protocol says (not a numpy array, another shape or dtype)
+   is recorded: if the suite's own code then trips over it (indexes a [B, d] h as [B, T, d]),
+   the test is that answer's FAIL, in the clause that asked for it, never the suite's ERROR
+   (runtime/verdicts.py). Which clause judges the form itself (SHAPE-H, DTYPE-OUTPUT) is each
+   test's own question: the record changes no verdict but an ERROR's.
 3. The caller's arrays stay as they were: every array passed and every answer given back is
    watched (runtime/side_effects.py) for STATE-NO-SIDE-EFFECTS, and what an adapter changed is
    put back, so that defect fails that clause and not every clause whose data it changed.
@@ -24,6 +29,7 @@ import numbers
 import numpy as np
 
 from gpt2_conformance.api.adapter import AdapterConfig, Capabilities
+from gpt2_conformance.api.gpt2 import N_CTX, N_VOCAB
 from gpt2_conformance.runtime.calls import describe_array, describe_call
 from gpt2_conformance.runtime.side_effects import SideEffectWatch
 
@@ -63,6 +69,39 @@ def call_of(exc: BaseException) -> str:
     return call or ""
 
 
+# the answers of the test now running that are not of the protocol's form: one line each, with the
+# call (hooks.py forgets them as each test starts)
+_MALFORMED: list[str] = []
+_ANSWER_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "float32"}  # bfloat16: its float32 carrier
+
+
+def forget_malformed_answers() -> None:
+    _MALFORMED.clear()
+
+
+def malformed_answers() -> list[str]:
+    """This test's answers that are not of the protocol's form, each a one-line FAIL message."""
+    return list(_MALFORMED)
+
+
+def _form(value, what: str, shape: tuple, dtype: str | None, call: str) -> str | None:
+    """What is wrong with an answer's form, in the suite's one-line shape, or None."""
+    if not isinstance(value, np.ndarray):
+        return f"{what} is {type(value).__name__}, but should be a numpy.ndarray of shape {shape} [{call}]"
+    if value.shape != shape:
+        return f"{what}.shape={value.shape}, but should be {shape} [{call}]"
+    if dtype is not None and value.dtype != np.dtype(dtype):
+        return f"{what}.dtype={value.dtype}, but should be {dtype} [{call}]"
+    return None
+
+
+def _pair(value, names: tuple[str, str], shapes: tuple[tuple, tuple], dtype: str | None, call: str) -> str | None:
+    """The same for an answer that is two arrays (tables(), gradients())."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        return f"{call} returned {type(value).__name__}, but should return two numpy arrays ({', '.join(names)})"
+    return _form(value[0], names[0], shapes[0], dtype, call) or _form(value[1], names[1], shapes[1], dtype, call)
+
+
 def is_zero_offset(past_length) -> bool:
     """past_length is 0 in one of its valid forms (int, numpy integer, 0-d integer array)."""
     if isinstance(past_length, (bool, np.bool_)):
@@ -76,8 +115,9 @@ class GuardedAdapter:
     """Forwards to `inner` after checking the claim each call needs, and watches the arrays it
     passes and gets back (module docstring)."""
 
-    def __init__(self, inner, capabilities: Capabilities):
+    def __init__(self, inner, capabilities: Capabilities, config: AdapterConfig | None = None):
         self._inner, self._caps = inner, capabilities
+        self._config = config if config is not None else getattr(inner, "config", None)
         self._watch = SideEffectWatch()
 
     def side_effects(self) -> list:
@@ -105,6 +145,17 @@ class GuardedAdapter:
             self._watch.check_arguments(kept, call)
         return self._watch.hand_back(out, answer, call) if answer else out
 
+    def _expect(self, problem: str | None) -> None:
+        if problem is not None:
+            _MALFORMED.append(problem)
+
+    def _dtype(self) -> str | None:
+        return _ANSWER_DTYPES.get(getattr(self._config, "dtype", None) or "")
+
+    def _tables_shapes(self) -> tuple[tuple, tuple] | None:
+        d = getattr(self._config, "n_embd", None)
+        return None if d is None else ((N_VOCAB, d), (N_CTX, d))
+
     # -- the protocol, each call with the claim it needs --------------------------------
     def load_tables(self, wte, wpe):
         call = describe_call("load_tables", wte=describe_array(wte), wpe=describe_array(wpe))
@@ -113,7 +164,11 @@ class GuardedAdapter:
         return out
 
     def tables(self):
-        return self._forward("tables", (), "tables()")
+        out = self._forward("tables", (), "tables()")
+        shapes = self._tables_shapes()
+        if shapes is not None:
+            self._expect(_pair(out, ("wte", "wpe"), shapes, None, "tables()"))
+        return out
 
     def parameters(self):
         return self._forward("parameters", (), "parameters()")
@@ -122,16 +177,25 @@ class GuardedAdapter:
         # embed(ids) reaches the adapter as embed(ids): the protocol's default past_length (0) is
         # the adapter's own, and LOOKUP-EXACT asks that it be 0
         if past_length is None:
-            return self._forward("embed", (ids,), describe_call("embed", ids), {"ids": ids}, answer="h")
-        call = describe_call("embed", ids, past_length)
-        if not is_zero_offset(past_length):
-            self._need("kv_cache", call)
-        return self._forward("embed", (ids, past_length), call, {"ids": ids}, answer="h")
+            call = describe_call("embed", ids)
+            out = self._forward("embed", (ids,), call, {"ids": ids}, answer="h")
+        else:
+            call = describe_call("embed", ids, past_length)
+            if not is_zero_offset(past_length):
+                self._need("kv_cache", call)
+            out = self._forward("embed", (ids, past_length), call, {"ids": ids}, answer="h")
+        d = getattr(self._config, "n_embd", None)
+        if isinstance(ids, np.ndarray) and ids.ndim == 2 and d is not None:
+            self._expect(_form(out, "h", ids.shape + (d,), self._dtype(), call))
+        return out
 
     def logits(self, h_final):
         call = describe_call("logits", h_final=describe_array(h_final))
         self._need("tied_head", call)
-        return self._forward("logits", (h_final,), call, {"h_final": h_final}, answer="logits")
+        out = self._forward("logits", (h_final,), call, {"h_final": h_final}, answer="logits")
+        if isinstance(h_final, np.ndarray) and h_final.ndim >= 1:
+            self._expect(_form(out, "logits", h_final.shape[:-1] + (N_VOCAB,), self._dtype(), call))
+        return out
 
     def init_tables(self, seed):
         call = f"init_tables(seed={seed!r})"
@@ -159,13 +223,17 @@ class GuardedAdapter:
             self._need("tied_head", "gradients(cotangent_logits != 0)")
         if not is_zero_offset(past_length):
             self._need("kv_cache", call)
-        return self._forward(
+        out = self._forward(
             "gradients",
             (ids, past_length, cotangent_h, cotangent_logits),
             call,
             {"ids": ids, "cotangent_h": cotangent_h, "cotangent_logits": cotangent_logits},
             answer="gradients",
         )
+        shapes = self._tables_shapes()
+        if shapes is not None:
+            self._expect(_pair(out, ("dwte", "dwpe"), shapes, None, call))
+        return out
 
     def __getattr__(self, name):  # anything else (an adapter's own switches) is the adapter's
         return getattr(self._inner, name)
@@ -190,7 +258,7 @@ class GuardedFactory:
         except Exception as exc:
             mark_raised_by_adapter(exc, "__init__", f"building the adapter with {config}")
             raise
-        return GuardedAdapter(instance, self._caps)
+        return GuardedAdapter(instance, self._caps, config)
 
     def __getattr__(self, name):
         return getattr(self._factory, name)

@@ -16,7 +16,7 @@ import pytest
 from gpt2_conformance import spec
 from gpt2_conformance.api.adapter import capabilities_of
 from gpt2_conformance.results import NOT_CLAIMED_PREFIX, UNAVAILABLE_PREFIX, UNKNOWN_CASE_PREFIX
-from gpt2_conformance.runtime.verdicts import classify
+from gpt2_conformance.runtime.verdicts import blamed_on_answer, classify, first_line
 
 
 class InjectedFactory:
@@ -128,6 +128,14 @@ def skip_unless_buildable(capabilities, n_embd: int, dtype: str) -> None:
     skip_unless_claimed(capabilities, f"dtype:{dtype}")
 
 
+def pytest_runtest_logstart(nodeid, location):
+    """Each test starts with no malformed answer on record (runtime/guard.py): its fixtures' calls
+    are its own."""
+    from gpt2_conformance.runtime.guard import forget_malformed_answers
+
+    forget_malformed_answers()
+
+
 def pytest_runtest_setup(item):
     marker = item.get_closest_marker("clause")
     if marker is None:
@@ -147,8 +155,8 @@ def pytest_runtest_setup(item):
 def pytest_runtest_call(item):
     """A test of a waived clause (--gpt2c-first-drawn, or a waiver of the pytest route) reports
     its failing example as first drawn: the waiver already names the deviation, and minimising
-    an example the verdict does not need was a fifth of a third-party run (keras-hub on JAX: 92 s,
-    70 s without). hypothesis reads a test's settings when it is called, so they are swapped for
+    an example the verdict does not need was a fifth of a third-party run (keras-hub on JAX:
+    reports/performance.md). hypothesis reads a test's settings when it is called, so they are swapped for
     this call and put back after."""
     marker = item.get_closest_marker("clause")
     test = getattr(item, "obj", None)
@@ -184,6 +192,9 @@ def pytest_runtest_makereport(item, call):
             message = str(call.excinfo.value.msg if hasattr(call.excinfo.value, "msg") else call.excinfo.value)
         else:
             kind, message = classify(call.excinfo)
+            if blamed_on_answer(call.excinfo):  # the pytest route shows the answer, not the suite's traceback
+                tripped = first_line(call.excinfo.value)
+                report.longrepr = f"{message}\n(the suite's own code then failed on that answer: {tripped})"
             if call.when != "call":
                 message = f"{call.when} failed: {message}"
             report.user_properties.append(("gpt2c_outcome", kind))
@@ -260,7 +271,7 @@ def pytest_runtest_logfinish(nodeid, location):
 
     After a test that imported a framework (an adapter that imports its framework when it is first
     built), that framework is frozen too, as at collection: otherwise each of those collections
-    walks it again (keras-hub-jax: 0.24 s each, 37 per verdict). What the session's and the
+    walks it again (dozens of times per keras-hub-jax verdict). What the session's and the
     module's fixtures hold at that moment is frozen with it: freed at the session's end if a
     reference cycle holds it (one module's adapters, once per process)."""
     global _frozen_modules

@@ -63,8 +63,8 @@ def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
     b = np.asarray(x, np.float32, order="C").view(np.uint32)
     # b + (half - 1) + (the kept lowest bit), then the dropped bits cleared. In uint32 the sum
     # wraps only for NaNs with the sign bit set, and wraps to the same 32 bits a wider sum would
-    # truncate to; in place, one array the size of x (not six of twice its size: on wte, 9 s of
-    # fresh memory less).
+    # truncate to; in place, one array the size of x (not six of twice its size: on wte, most of
+    # the function's time was that fresh memory).
     out = b >> np.uint32(drop)
     out &= np.uint32(1)
     out += np.uint32((1 << (drop - 1)) - 1)

@@ -1,8 +1,9 @@
 """Statistical tests for the INIT clauses, each with a stated false-alarm rate.
 
-A clause runs four tests on one table (mean, variance, Kolmogorov-Smirnov, tail mass) at
-ALPHA_PER_TEST = 2.5e-7 each, so a correct initialiser fails the clause with probability at
-most 1e-6 (Bonferroni) over seeds; with the suite's fixed seed the outcome is deterministic.
+A clause runs four tests (mean, variance, Kolmogorov-Smirnov, tail mass) on one table at each
+of the four released widths it is claimed at, at ALPHA_PER_TEST = 6.25e-8 each, so a correct
+initialiser fails the clause with probability at most 1e-6 (Bonferroni) over seeds; with the
+suite's fixed seed the outcome is deterministic.
 Power is shown in tests/test_stats.py: swapped stds, wpe at 0.02, a truncated normal (plain
 and rescaled to the right std), a uniform of the same std and a std off by 5% all fail.
 
@@ -24,8 +25,9 @@ from gpt2_conformance.runtime.numerics import float64_chunks
 
 CLAUSE_FALSE_ALARM = 1e-6
 TESTS_PER_TABLE = 4
-ALPHA_PER_TEST = CLAUSE_FALSE_ALARM / TESTS_PER_TABLE
-Z_TWO_SIDED = NormalDist().inv_cdf(1 - ALPHA_PER_TEST / 2)  # about 5.15
+WIDTHS = 4  # the released sizes' n_embd (gpt2.SIZES): a clause tests each it is claimed at
+ALPHA_PER_TEST = CLAUSE_FALSE_ALARM / (TESTS_PER_TABLE * WIDTHS)
+Z_TWO_SIDED = NormalDist().inv_cdf(1 - ALPHA_PER_TEST / 2)  # about 5.41
 KS_SAMPLE = 1 << 20  # KS on an evenly strided sample of at most this many values
 TAIL_Z = 3.0
 TAIL_P = 2 * (1 - NormalDist().cdf(TAIL_Z))  # P(|X| > 3 sigma) = 0.0026998

@@ -39,29 +39,29 @@ LAST_POSITION = N_CTX - 1
 RELATION_MAX_POSITION = N_CTX - 2
 
 # Memory layouts callers hand in: a decode loop's all_ids[:, -1:] is a non-contiguous view,
-# other libraries give Fortran order, np.frombuffer gives read-only arrays.
+# other libraries give Fortran order (a head stored [d, V] hands its table over as wte.T), a
+# slice of a concatenated activation is a strided view, np.frombuffer gives read-only arrays.
 LAYOUTS = ("C", "F", "column-view", "every-other", "reversed", "read-only")
 
 
-def in_layout(ids: np.ndarray, layout: str) -> np.ndarray:
-    """The same values as `ids` (C order) in another memory layout."""
-    batch, seq_len = ids.shape
+def in_layout(array: np.ndarray, layout: str) -> np.ndarray:
+    """The same values as `array` (C order) in another memory layout; "column" is the last axis
+    (T for ids, d for h_final and the tables)."""
     if layout == "C":
-        return ids
+        return array
     if layout == "F":
-        return np.asfortranarray(ids)
-    if layout == "column-view":  # the last T columns of a wider array, as all_ids[:, -T:]
-        wide = np.zeros((batch, seq_len + 3), ids.dtype)
-        wide[:, 3:] = ids
-        return wide[:, 3:]
-    if layout == "every-other":  # stride 2 along T
-        wide = np.zeros((batch, 2 * seq_len), ids.dtype)
-        wide[:, ::2] = ids
-        return wide[:, ::2]
-    if layout == "reversed":  # negative strides on both axes
-        return np.ascontiguousarray(ids[::-1, ::-1])[::-1, ::-1]
+        return np.asfortranarray(array)
+    if layout in ("column-view", "every-other"):  # the last columns of a wider array; or stride 2 along them
+        width = array.shape[-1]
+        wide = np.zeros(array.shape[:-1] + (width + 3 if layout == "column-view" else 2 * width,), array.dtype)
+        columns = slice(3, None) if layout == "column-view" else slice(None, None, 2)
+        wide[..., columns] = array
+        return wide[..., columns]
+    if layout == "reversed":  # negative strides on every axis
+        backwards = (slice(None, None, -1),) * array.ndim
+        return np.ascontiguousarray(array[backwards])[backwards]
     if layout == "read-only":
-        out = ids.copy()
+        out = array.copy()
         out.flags.writeable = False
         return out
     raise ValueError(f"in_layout: unknown layout {layout!r}; known: {LAYOUTS}")

@@ -29,7 +29,7 @@ PROBE = np.array([[0, gpt2.N_VOCAB - 1]])  # a valid call, asked before and afte
 def _answer_before(adapter):
     return assert_shape(
         adapter.embed(PROBE, 0), PROBE.shape + (gpt2.N_EMBD_SMALL,), describe_call("embed", PROBE, 0), "h"
-    ).copy()
+    ).copy(order="C")
 
 
 def _still_works(adapter, before, why):
@@ -38,14 +38,14 @@ def _still_works(adapter, before, why):
     and an implementation that answers the same call differently each time (dropout left on)
     is LOOKUP-NO-DROPOUT's: "as before" is judged only where two answers after the error agree."""
     call = describe_call("embed", PROBE, 0) + f" after {why}"
-    after = as_array(adapter.embed(PROBE, 0), call)
+    after = np.ascontiguousarray(as_array(adapter.embed(PROBE, 0), call))  # any layout is an answer
     if (
         after.shape == before.shape
         and after.dtype == before.dtype
         and not np.array_equal(after.view(np.uint8), before.view(np.uint8))
     ):
-        again = as_array(adapter.embed(PROBE, 0), call)
-        if not np.array_equal(np.asarray(again).view(np.uint8), after.view(np.uint8)):
+        again = np.ascontiguousarray(as_array(adapter.embed(PROBE, 0), call))
+        if not np.array_equal(again.view(np.uint8), after.view(np.uint8)):
             return  # not deterministic: no answer to compare with (LOOKUP-NO-DROPOUT says so)
     assert_bitwise_equal(after, before, call, note="the same call's answer before the error")
 
@@ -164,17 +164,17 @@ def test_sentinel_ids_raise(adapter, capabilities, request, tables, values, dtyp
 
 
 @pytest.mark.clause("BOUNDS-PAST-LENGTH")
-@pytest.mark.parametrize("past", [-1, -gpt2.N_CTX, 1.5, 2.0, True])
+@pytest.mark.parametrize("past", [-1, -gpt2.N_CTX, 1.5])
 def test_bad_past_length_raises(adapter, request, tables, past):
-    """past_length must be an integer >= 0 (not a float, not a bool)."""
+    """past_length must be >= 0 (a negative one starts before wpe's first row) and whole (no
+    position lies between two rows). An integral float or a bool is left open: it may be refused or
+    read as the integer it equals, which reads the right rows."""
     ids = np.zeros((1, 3), np.int64)
     assert_raises(
         lambda: adapter.embed(ids, past),
         describe_call("embed", ids, past),
         "past_length must be an integer >= 0",
-        observe=recorder(request.node, ids, past, tables)
-        if isinstance(past, int) and not isinstance(past, bool)
-        else None,
+        observe=recorder(request.node, ids, past, tables) if isinstance(past, int) else None,
     )
 
 
@@ -203,11 +203,12 @@ def test_malformed_ids_raise(adapter, request, tables, ids):
 @pytest.mark.clause("BOUNDS-MESSAGE")
 @pytest.mark.parametrize("case", ["position", "position cached", "token-high", "token-negative"])
 def test_error_names_value_and_rule(adapter, capabilities, request, tables, case):
-    """An IndexError or ValueError whose message has the offending value and the table size. The
-    cached case (T = 30 at past_length 1000: positions 1024..1029 are out) is one whose check a
-    framework's own error cannot stand in for: a slice of wpe that comes back short fails the sum
-    with a broadcast error naming shapes, not the position (mutation testing found the reference's
-    position check could be weakened unseen, reports/mutation-testing.md)."""
+    """The error names the offending value and the table size, in any words and of any class:
+    GPT-2's own tf.gather says 'indices[0,1] = 50257 is not in [0, 50257)' (InvalidArgumentError),
+    torch's CPU gather 'index out of range in self' (no value: it fails here). The cached case
+    (T = 30 at past_length 1000: positions 1024..1029 are out) is one whose check a framework's
+    own error cannot stand in for: a slice of wpe that comes back short fails the sum with a
+    broadcast error naming shapes, not the position."""
     past = 0
     if case == "position":
         ids, value, limit = np.zeros((1, gpt2.N_CTX + 1), np.int64), gpt2.N_CTX, gpt2.N_CTX
@@ -225,72 +226,9 @@ def test_error_names_value_and_rule(adapter, capabilities, request, tables, case
         observe=recorder(request.node, ids, past, tables),
     )
     text = str(exc)
-    if not isinstance(exc, (IndexError, ValueError)) or str(value) not in text or str(limit) not in text:
+    if str(value) not in text or str(limit) not in text:
         quoted = (text.strip().splitlines() or [""])[0][:200]  # frameworks put whole stack traces in messages
         raise AssertionError(
-            f"raised {type(exc).__name__}({quoted!r}), but should raise IndexError or ValueError "
-            f"naming the value {value} and the table size {limit} [{call}]"
-        )
-
-
-def _bad_inputs(n_embd: int) -> dict:
-    """case -> (what is called, the claim it needs, the input, the words the message must contain).
-    Each is a malformed input the reference refuses with its own check, and where that check is
-    weakened something else fails with a message naming neither the input nor the rule (numpy's
-    broadcast, reshape or unpacking error), or nothing raises at all: what mutation testing found
-    (reports/mutation-testing.md)."""
-    d = n_embd
-    return {
-        # an empty wpe slice does not broadcast: "shapes (1,3,768) (0,768)" names no past_length
-        "past_length -1": ("embed", "kv_cache", (np.zeros((1, 3), np.int64), -1), ("past_length", "-1")),
-        # a decode step one past the end: T = 1 at past_length 1024
-        "decode step past the end": ("embed", "kv_cache", (np.zeros((1, 1), np.int64), gpt2.N_CTX), (str(gpt2.N_CTX),)),
-        "ids rank 1": ("embed", None, (np.zeros(3, np.int64), 0), ("ids", "2")),
-        "ids rank 3": ("embed", None, (np.zeros((1, 1, 3), np.int64), 0), ("ids", "2")),
-        # logits(h_final): rank 3 [B, T, d] and width d, or a clear error (a reshape of the wrong
-        # width can succeed and return logits of the wrong shape)
-        "h_final rank 2": ("logits", "tied_head", (np.zeros((2, d), np.float32),), ("h_final", str(d))),
-        "h_final rank 4": ("logits", "tied_head", (np.zeros((1, 1, 1, d), np.float32),), ("h_final", str(d))),
-        "h_final narrower": ("logits", "tied_head", (np.zeros((1, 2, d // 2), np.float32),), ("h_final", str(d))),
-        "h_final wider": ("logits", "tied_head", (np.zeros((1, 1, 2 * d), np.float32),), ("h_final", str(d))),
-        # load_tables: the model's shapes and float32 (a lower and a higher precision)
-        "wte narrower": ("load_tables", None, ("wte", (gpt2.N_VOCAB, d - 1), np.float32), ("wte", str(d))),
-        "wpe longer": ("load_tables", None, ("wpe", (gpt2.N_CTX + 1, d), np.float32), ("wpe", str(gpt2.N_CTX))),
-        "wte float64": ("load_tables", None, ("wte", (gpt2.N_VOCAB, d), np.float64), ("wte", "float32")),
-        "wpe float16": ("load_tables", None, ("wpe", (gpt2.N_CTX, d), np.float16), ("wpe", "float32")),
-    }
-
-
-@pytest.mark.clause("BOUNDS-MESSAGE")
-@pytest.mark.parametrize("case", list(_bad_inputs(gpt2.N_EMBD_SMALL)))
-def test_error_names_input_and_rule(adapter, capabilities, make_adapter, tables, case):
-    """Malformed input to embed, logits and load_tables raises an IndexError, ValueError or
-    TypeError whose message names the input and the rule: its own check, not a later error of
-    the framework that happens to raise (which names shapes, not the input)."""
-    method, claim, args, words = _bad_inputs(gpt2.N_EMBD_SMALL)[case]
-    if claim:
-        skip_unless_claimed(capabilities, claim)
-    if method == "embed":
-        ids, past = args
-        call = describe_call("embed", ids, past)
-        fn = lambda: adapter.embed(ids, past)  # noqa: E731
-    elif method == "logits":
-        (h,) = args
-        call = describe_call("logits", h_final=f"float32{list(h.shape)}")
-        fn = lambda: adapter.logits(h)  # noqa: E731
-    else:
-        name, shape, dtype = args
-        fresh = make_adapter(load=False)
-        wte, wpe = tables
-        bad = np.zeros(shape, dtype)
-        wte, wpe = (bad, wpe) if name == "wte" else (wte, bad)
-        call = describe_call("load_tables", **{name: f"{np.dtype(dtype).name}{list(shape)}"})
-        fn = lambda: fresh.load_tables(wte, wpe)  # noqa: E731
-    exc = assert_raises(fn, call, f"{case}: malformed input")
-    text = str(exc)
-    if not isinstance(exc, (IndexError, ValueError, TypeError)) or not all(w in text for w in words):
-        quoted = (text.strip().splitlines() or [""])[0][:200]
-        raise AssertionError(
-            f"raised {type(exc).__name__}({quoted!r}), but should raise IndexError, ValueError or TypeError "
-            f"whose message names {' and '.join(repr(w) for w in words)} [{call}]"
+            f"raised {type(exc).__name__}({quoted!r}), but its message should name the value {value} and "
+            f"the table size {limit} [{call}]"
         )

@@ -15,7 +15,9 @@ from gpt2_conformance.runtime.assertions import (
     assert_within,
     describe_call,
 )
+from gpt2_conformance.runtime.calls import describe_array
 from gpt2_conformance.runtime.numerics import UNIT_ROUNDOFF, representable, round_to_dtype, ulp
+from gpt2_conformance.runtime.strategies import in_layout
 
 D = gpt2.N_EMBD_SMALL
 
@@ -28,6 +30,20 @@ def test_float32_roundtrip(adapter, tables):
     assert_bitwise_equal(wpe, tables[1], "tables() after load_tables", "wpe")
     ids = np.array([[1, 2]])
     assert_dtype(as_array(adapter.embed(ids, 0), "embed"), "float32", describe_call("embed", ids, 0), "h")
+
+
+@pytest.mark.clause("DTYPE-FLOAT32-ROUNDTRIP")
+@pytest.mark.parametrize("layout", ("F", "every-other", "reversed"))
+def test_float32_roundtrip_in_every_layout(make_adapter, tables, layout):
+    """Tables handed over in another memory layout than C order (Fortran order, a strided or a
+    reversed view) read back bit for bit: a copy made as if the buffer were C-contiguous does not."""
+    adapter = make_adapter(load=False)
+    wte, wpe = (in_layout(t, layout) for t in tables)
+    adapter.load_tables(wte, wpe)
+    call = f"tables() after load_tables(wte={describe_array(wte)}, wpe={describe_array(wpe)})"
+    got_wte, got_wpe = adapter.tables()
+    assert_bitwise_equal(got_wte, tables[0], call, "wte")
+    assert_bitwise_equal(got_wpe, tables[1], call, "wpe")
 
 
 def _float32_reference(float32_adapter, capabilities, stored, ids, past, h_final):

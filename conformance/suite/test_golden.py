@@ -11,7 +11,14 @@ from gpt2_conformance.api.machine import zero_table
 from gpt2_conformance.golden import digests
 from gpt2_conformance.results import UNAVAILABLE_PREFIX
 from gpt2_conformance.runtime import oracle
-from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
+from gpt2_conformance.runtime.assertions import (
+    as_array,
+    as_logits,
+    assert_bitwise_equal,
+    assert_shape,
+    assert_within,
+    describe_call,
+)
 from gpt2_conformance.runtime.guard import SuiteError
 from gpt2_conformance.runtime.hooks import skip_unless_buildable, skip_unless_claimed
 
@@ -128,7 +135,7 @@ def test_golden_h(golden_adapter, golden_tables, capabilities, sequence, offset)
     past = _offset(seq, offset, capabilities)
     ids = np.array([seq.ids], np.int64)
     call = describe_call("embed", ids, past, tables=golden_tables.origin.split(" (")[0])
-    h = as_array(golden_adapter.embed(ids, past), call)
+    h = assert_shape(golden_adapter.embed(ids, past), ids.shape + (golden_tables.n_embd,), call, "h")
     records = golden.h_for(seq.name, past)
     if not records:
         raise SuiteError(f"the golden data has no h for {seq.name} at past_length {past}")
@@ -153,7 +160,8 @@ def test_cached_decode(golden_adapter, golden_tables, sequence):
     ids = np.array([seq.ids], np.int64)
     for past in seq.offsets:
         call = describe_call("embed", ids, past)
-        full = as_array(golden_adapter.embed(ids, past), call)  # its values are GOLDEN-H's and GOLDEN-WPE-ROWS'
+        # its values are GOLDEN-H's and GOLDEN-WPE-ROWS'
+        full = assert_shape(golden_adapter.embed(ids, past), ids.shape + (golden_tables.n_embd,), call, "h")
         for t in range(ids.shape[1]):
             step_call = describe_call("embed", ids[:, t : t + 1], past + t) + f" vs row {t} of {call}"
             assert_bitwise_equal(golden_adapter.embed(ids[:, t : t + 1], past + t), full[:, t : t + 1], step_call)

@@ -24,6 +24,7 @@ from gpt2_conformance.runtime.assertions import (
     changed_row,
     describe_call,
 )
+from gpt2_conformance.runtime.calls import describe_array
 from gpt2_conformance.runtime.hooks import skip_unless_claimed
 from gpt2_conformance.runtime.strategies import (
     EDGE_IDS,
@@ -79,6 +80,24 @@ def test_exact_sum_in_every_layout(adapter, tables, layout):
         describe_call("embed", ids, 0),
         note=f"wte[X] + wpe[t], ids {layout}",
     )
+
+
+TABLE_LAYOUTS = ("F", "every-other", "reversed")  # a transposed [d, V] store's .T, a strided view, negative strides
+
+
+@pytest.mark.clause("LOOKUP-EXACT")
+@pytest.mark.parametrize("layout", TABLE_LAYOUTS)
+def test_exact_sum_with_tables_in_every_layout(make_adapter, tables, layout):
+    """The same, for tables handed to load_tables in another memory layout than C order (a head
+    stored [d, V] gives its table as wte.T, Fortran-ordered; a strided or reversed view): an
+    implementation that copies or reads the buffer as if it were C-contiguous gathers scrambled
+    rows. ids reach every part of both tables (0, 50256, positions 0..1023)."""
+    adapter = make_adapter(load=False)
+    wte, wpe = (in_layout(t, layout) for t in tables)
+    adapter.load_tables(wte, wpe)
+    ids = _ids(np.random.default_rng(16), 1, gpt2.N_CTX)
+    call = describe_call("embed", ids, 0) + f" after load_tables(wte={describe_array(wte)}, wpe={describe_array(wpe)})"
+    assert_bitwise_equal(adapter.embed(ids, 0), oracle.embedding(*tables, ids, 0), call, note="wte[X] + wpe[t]")
 
 
 LARGEST = max(gpt2.SIZES.values())  # GPT-2 1558M's width, d = 1600

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from gpt2_conformance.api import gpt2
 from gpt2_conformance.runtime import oracle
 from gpt2_conformance.runtime.assertions import as_array, as_logits, assert_bitwise_equal, assert_within, describe_call
-from gpt2_conformance.runtime.strategies import FIXED_ROWS, suite_settings, update_rows
+from gpt2_conformance.runtime.calls import describe_array
+from gpt2_conformance.runtime.strategies import FIXED_ROWS, LAYOUTS, in_layout, suite_settings, update_rows
 from gpt2_conformance.runtime.tables import final_h
 
 D = gpt2.N_EMBD_SMALL
@@ -49,6 +50,18 @@ def test_tied_logits_float32(adapter, tables, batch, seq_len):
     except AssertionError as exc:  # which input precision the errors fit, before the call that ends the line
         text, _, call_part = str(exc).rpartition(" [")
         raise AssertionError(f"{text}{oracle.likely_head_precision(h, tables[0], logits)} [{call_part}") from None
+
+
+@pytest.mark.clause("TIED-LOGITS")
+@pytest.mark.parametrize("layout", ("F", "column-view", "every-other", "reversed", "read-only"))
+def test_tied_logits_in_every_layout(adapter, tables, layout):
+    """The same for h_final in each memory layout callers pass (the last columns of a wider
+    activation, every other column, Fortran order, a reversed view, read-only): a C extension
+    that reads the buffer as C-contiguous scrambles the others."""
+    h = in_layout(_h(2, 6), layout)
+    call = describe_call("logits", h_final=describe_array(h))
+    expected, bound = oracle.tied_logits(np.ascontiguousarray(h), tables[0], inputs=oracle.STRUCTURAL_INPUTS)
+    assert_within(as_logits(adapter.logits(h), h, call), expected, bound, call, rule=f"{STRUCTURE}, h_final {layout}")
 
 
 class _Storage:
@@ -137,14 +150,39 @@ def test_gradient_roles(adapter, capabilities, tables, roles, past):
     h = as_array(adapter.embed(ids, past), describe_call("embed", ids, past)) if roles == "both" else None
     if h is not None and h.shape != ids.shape + (D,):
         h = None  # an h of another shape is SHAPE-H's to judge: the roles are checked with the formula's h
-    got_wte, got_wpe = adapter.gradients(ids, past, cot_h, cot_logits)
-    if oracle.gradients_within(*tables, ids, past, cot_h, cot_logits, got_wte, got_wpe, h=h):
+    _judge_gradients(adapter, tables, ids, past, cot_h, cot_logits, h, "h only" if roles == "gather" else "logits only")
+
+
+NON_C_LAYOUTS = tuple(layout for layout in LAYOUTS if layout != "C")
+
+
+@pytest.mark.clause("TIED-GRAD")
+@pytest.mark.parametrize("layout", NON_C_LAYOUTS)
+def test_gradient_cotangents_in_every_layout(adapter, tables, layout):
+    """Both roles at once, with both cotangents in each memory layout callers pass (a slice of a
+    larger gradient buffer, a transposed one, a reversed view): an implementation that hands the
+    buffers to native code as if they were C-contiguous scrambles them."""
+    rng = np.random.default_rng(11)
+    ids = np.array([[3, 50256, 3, 17], [17, 0, 9, 3]])
+    cot_h = in_layout(rng.standard_normal(ids.shape + (D,), dtype=np.float32), layout)
+    cot_logits = rng.standard_normal(ids.shape + (gpt2.N_VOCAB,), dtype=np.float32) * np.float32(0.01)
+    cot_logits = in_layout(cot_logits, layout)
+    h = as_array(adapter.embed(ids, 0), describe_call("embed", ids, 0))
+    if h.shape != ids.shape + (D,):
+        h = None  # an h of another shape is SHAPE-H's to judge
+    _judge_gradients(adapter, tables, ids, 0, cot_h, cot_logits, h, f"both, {layout}")
+
+
+def _judge_gradients(adapter, tables, ids, past, cot_h, cot_logits, h, cotangents: str) -> None:
+    """The adapter's gradients within the formula's bounds; the message names the role that is off."""
+    wte, wpe = tables
+    call = describe_call("gradients", ids, past, cotangents=cotangents)
+    got_wte, got_wpe = (as_array(g, call) for g in adapter.gradients(ids, past, cot_h, cot_logits))
+    if oracle.gradients_within(wte, wpe, ids, past, cot_h, cot_logits, got_wte, got_wpe, h=h):
         return  # within the bounds; the dense float64 oracle below is for the message only
-    d_wte, d_wpe, b_wte, b_wpe = oracle.gradients(*tables, ids, past, cot_h, cot_logits, h=h)
-    call = describe_call("gradients", ids, past, cotangents="h only" if roles == "gather" else "logits only")
-    assert_within(
-        got_wte, d_wte, b_wte, call, "dwte", rule="gather" + (" + projection" if roles == "both" else "") + " role"
-    )
+    d_wte, d_wpe, b_wte, b_wpe = oracle.gradients(wte, wpe, ids, past, cot_h, cot_logits, h=h)
+    head = bool(np.any(cot_logits))
+    assert_within(got_wte, d_wte, b_wte, call, "dwte", rule="gather" + (" + projection" if head else "") + " role")
     assert_within(got_wpe, d_wpe, b_wpe, call, "dwpe", rule="batch sum at each position")
 
 

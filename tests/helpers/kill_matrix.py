@@ -17,9 +17,9 @@ from helpers import mutants
 
 def run_all() -> dict:
     out = {}
-    for adapter in [NumpyAdapter, *mutants.ALL]:
+    for adapter in [NumpyAdapter, *mutants.ALL]:  # without shrinking: the same verdicts, sooner
         start = time.perf_counter()
-        result = run_in_process(adapter, adapter.__name__)
+        result = run_in_process(adapter, adapter.__name__, extra_args=("--gpt2c-no-shrink",))
         out[adapter.__name__] = {
             "failed": sorted(result.failed()),
             "error": result.error,

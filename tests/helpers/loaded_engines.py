@@ -1,5 +1,5 @@
 """A judged engine's adapter with unit-scale random tables loaded, for the tests of one engine
-(tests/test_tract.py, test_openvino.py, test_llama_cpp.py): large values make any wrong row or
+(tests/backends/test_tract_hf.py, test_openvino_hf.py, test_llama_cpp.py): large values make any wrong row or
 wrong sum visible, and the tables are returned beside the adapter to compute what h must be."""
 
 from __future__ import annotations

@@ -204,23 +204,20 @@ class StridesIgnored(_Mutant):
 
     def embed(self, ids, past_length=0):
         ids, past_length = self.check(ids, past_length)
-        if min(ids.strides) >= 0 and _c_read_stays_inside(ids):
-            c_strides = (ids.shape[1] * ids.itemsize, ids.itemsize)
-            ids = np.lib.stride_tricks.as_strided(ids, shape=ids.shape, strides=c_strides)
+        ids = _as_c_buffer(ids)
         return _rows(self.wte, ids) + _rows(self.wpe, self.positions(ids.shape[1], past_length))[None]
 
 
-def _c_read_stays_inside(ids: np.ndarray) -> bool:
-    """Whether reading ids.size elements from the view's first one stays inside the memory it
-    views. Past it (a broadcast view: zero strides) a C extension reads whatever lies there, which
-    no test can rely on; StridesIgnored copies those first, so its verdict never depends on it."""
+def _c_read_stays_inside(array: np.ndarray) -> bool:
+    """Whether reading array.size elements from the view's first one stays inside the memory it
+    views (_as_c_buffer copies the views where it would not)."""
     from numpy.lib.array_utils import byte_bounds
 
-    root = ids
+    root = array
     while isinstance(root.base, np.ndarray):
         root = root.base
-    start = ids.__array_interface__["data"][0]
-    return start + ids.size * ids.itemsize <= byte_bounds(root)[1]
+    start = array.__array_interface__["data"][0]
+    return start + array.size * array.itemsize <= byte_bounds(root)[1]
 
 
 class LargeBatchFloat16Sum(_Mutant):
@@ -990,28 +987,63 @@ class OffsetKeptFromLastCall(_Mutant):
         return h
 
 
-class HeadInputUnchecked(_Mutant):
-    """logits reshapes h_final to [-1, d] without checking it: an h of rank 2 or 4 comes back as
-    logits of that rank, and one of the wrong width fails later in the reshape, with numpy's error
-    naming neither h_final nor d."""
+# -- memory layouts and widths (spec 1.6): what a held-out set found passing every clause ---------
 
-    TARGETS = frozenset({"BOUNDS-MESSAGE"})
+
+class HeadInputReadAsCOrder(_Mutant):
+    """logits hands h_final's buffer to a C matmul as if it were C-contiguous (a ctypes pointer,
+    no PyArray_FROMANY): a Fortran-ordered or strided h_final comes out scrambled; reversed views
+    it copies first, as NPY_ARRAY_C_CONTIGUOUS would."""
+
+    TARGETS = frozenset({"TIED-LOGITS"})
 
     def logits(self, h_final):
-        h = np.asarray(h_final, np.float32)
-        d = self.config.n_embd
-        out = h.reshape(-1, d) @ self.wte.astype(np.float32).T
-        return out.reshape(*h.shape[:-1], gpt2.N_VOCAB).astype(self.wte.dtype)
+        return super().logits(_as_c_buffer(np.asarray(h_final)))
 
 
-class TablesUnchecked(_Mutant):
-    """load_tables converts whatever it is handed (astype) without checking it: a table of the
-    wrong shape or dtype is kept silently."""
+class CotangentsReadAsCOrder(_Mutant):
+    """gradients reads both cotangents' buffers as if they were C-contiguous."""
 
-    TARGETS = frozenset({"BOUNDS-MESSAGE"})
+    TARGETS = frozenset({"TIED-GRAD"})
+
+    def gradients(self, ids, past_length, cotangent_h, cotangent_logits):
+        return super().gradients(ids, past_length, _as_c_buffer(cotangent_h), _as_c_buffer(cotangent_logits))
+
+
+class TablesReadAsCOrder(_Mutant):
+    """load_tables copies each table's buffer as if it were C-contiguous (a memcpy of nbytes from
+    the data pointer): a table handed over in Fortran order or as a strided view is kept scrambled."""
+
+    TARGETS = frozenset({"LOOKUP-EXACT", "DTYPE-FLOAT32-ROUNDTRIP"})
 
     def load_tables(self, wte, wpe):
-        self.wte, self.wpe = np.array(wte, self._dtype), np.array(wpe, self._dtype)
+        check_tables(wte, wpe, self.config.n_embd)
+        super().load_tables(_as_c_buffer(wte).copy(), _as_c_buffer(wpe).copy())
+
+
+class InitStdScaledByWidth(_NormalInit):
+    """Stds scaled by sqrt(768 / d) (a fan-in rule tuned at the small model): 0.02 and 0.01 at
+    d = 768 only."""
+
+    TARGETS = frozenset({"INIT-WTE", "INIT-WPE"})
+
+    def init_tables(self, seed):
+        scale = float(np.sqrt(gpt2.N_EMBD_SMALL / self.config.n_embd))
+        self.wte_std, self.wpe_std = gpt2.WTE_INIT_STD * scale, gpt2.WPE_INIT_STD * scale
+        super().init_tables(seed)
+
+
+def _as_c_buffer(array: np.ndarray) -> np.ndarray:
+    """What native code that ignores strides reads from `array`'s data pointer: array.size
+    elements in C order. Views with negative strides, and views whose C read would run past the
+    memory they view, are copied first (as PyArray_FROMANY with NPY_ARRAY_C_CONTIGUOUS would):
+    past it a C read finds whatever lies there, which no verdict can rely on."""
+    if array.flags.c_contiguous:
+        return array
+    if min(array.strides) < 0 or not _c_read_stays_inside(array):
+        return np.ascontiguousarray(array)
+    c_strides = tuple(int(np.prod(array.shape[k + 1 :])) * array.itemsize for k in range(array.ndim))
+    return np.lib.stride_tricks.as_strided(array, shape=array.shape, strides=c_strides)
 
 
 ALL = [

@@ -1,7 +1,7 @@
 """The JAX mutant catalogue: JaxAdapter with one thing done the way JAX makes easy and wrong.
 
 ALL: the mutants tests/test_kill_matrix.py runs the whole suite on, checking which clauses kill
-each (FRAMEWORK_KILLS["jax"]). DIRECT: mutants tests/test_backend_jax.py checks directly, on
+each (FRAMEWORK_KILLS["jax"]). DIRECT: mutants tests/backends/test_jax.py checks directly, on
 small tables, instead (the suite's draws do not reliably reach Int64Wraps; CheckifyErrorDropped
 saves a suite run, see the comment in FRAMEWORK_KILLS["jax"]).
 
@@ -108,7 +108,7 @@ class Int64Wraps(JaxAdapter):
         return ids.astype(np.int32)
 
 
-DIRECT = [CheckifyErrorDropped, Int64Wraps]  # checked directly in tests/test_backend_jax.py
+DIRECT = [CheckifyErrorDropped, Int64Wraps]  # checked directly in tests/backends/test_jax.py
 
 ALL = [
     obj

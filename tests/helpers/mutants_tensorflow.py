@@ -3,6 +3,11 @@ way, one mistake per mutant (the model class holds the wrong code; the adapter p
 through TensorFlowAdapter.model_class). tests/test_kill_matrix.py runs the whole suite on each
 and checks which clauses kill it (FRAMEWORK_KILLS["tensorflow"]).
 
+model.py's own raw tf.gather is no mutant: on the CPU it refuses every bad index with
+InvalidArgumentError naming the index and the range, which spec 1.6's BOUNDS-MESSAGE accepts (the
+independent TensorFlow implementation, tests/helpers/independent/tensorflow_variables.py, relies
+on it).
+
 Imports tensorflow at the top: import this module only where TensorFlow is installed.
 """
 
@@ -10,28 +15,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from gpt2_conformance.api.validation import check_ids_layout, check_past_length
 from gpt2_conformance.backends.tensorflow.adapter import TensorFlowAdapter
-from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, checked_gather_add, gather_add
+from gpt2_conformance.backends.tensorflow.model import GPT2Embedding, checked_gather_add
 
 # -- the models: the wrong code -----------------------------------------------------------
-
-
-class RawGatherModel(GPT2Embedding):
-    """model.py line 157 as written, without the explicit bounds checks (position and token id).
-    On CPU tf.gather raises InvalidArgumentError for any index outside the table (it does not
-    wrap -1), so every bad input still raises and BOUNDS-TOKEN / BOUNDS-POSITION pass; only
-    BOUNDS-MESSAGE fails: InvalidArgumentError is neither IndexError nor ValueError. (On a GPU
-    tf.gather is documented to return zero rows instead, which would fail BOUNDS-TOKEN and
-    BOUNDS-POSITION too.)"""
-
-    def __call__(self, X, past_length=0):
-        check_ids_layout(tuple(X.shape), X.dtype.name, X.dtype.is_integer)
-        return self._raw(X, tf.constant(check_past_length(past_length), tf.int32))
-
-    @tf.function(reduce_retracing=True)
-    def _raw(self, X, past_length):
-        return gather_add(self.wte, self.wpe, X, past_length)
 
 
 _checked_under_xla = tf.function(checked_gather_add.python_function, jit_compile=True, reduce_retracing=True)
@@ -66,12 +53,6 @@ class UntiedHeadModel(GPT2Embedding):
 
 
 # -- the mutants: TensorFlowAdapter on each model --------------------------------------------
-
-
-class RawGather(TensorFlowAdapter):
-    """tf.gather without the explicit bounds checks (see RawGatherModel)."""
-
-    model_class = RawGatherModel
 
 
 class CheckedUnderXLA(TensorFlowAdapter):

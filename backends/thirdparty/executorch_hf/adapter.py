@@ -140,7 +140,7 @@ def _model(n_embd: int, dtype: torch.dtype):
     with hf_init.no_init_weights():  # the tables are program inputs; the block's weights are dead code
         model = GPT2LMHeadModel(gpt2_config(n_embd))
     # transformers types .to through functools.wraps, whose _Wrapped loses the bound self (as hf-transformers)
-    return model.to(dtype).eval()  # type: ignore[arg-type]
+    return model.to(dtype).eval()  # type: ignore[arg-type, unused-ignore]
 
 
 def export_program(kind: str, n_embd: int, dtype: str, shape: tuple[int, int]) -> bytes:
@@ -243,8 +243,9 @@ class ExecuTorchHFAdapter(Adapter):
     # -- tables -------------------------------------------------------------------
     def load_tables(self, wte, wpe):
         check_tables(wte, wpe, self.config.n_embd)  # the protocol's float32 [V, d], [C, d]: our glue takes no other
-        # rounded as model.to(dtype) rounds; a copy (clone), since the suite reuses its arrays
-        self._wte, self._wpe = (from_numpy(np.asarray(t)).to(self.dtype).clone() for t in (wte, wpe))
+        # rounded as model.to(dtype) rounds; a contiguous copy (_tensor), since the suite reuses its arrays
+        # and the runtime takes no other layout for a program input
+        self._wte, self._wpe = (_tensor(t).to(self.dtype) for t in (wte, wpe))
 
     def tables(self):
         assert self._wte is not None and self._wpe is not None  # load_tables / init_tables come first

@@ -93,7 +93,7 @@ class HFTransformersAdapter(TorchBlackBoxAdapter):
 
     def _set_model(self, model: GPT2LMHeadModel) -> None:
         # transformers types .to through functools.wraps, whose _Wrapped loses the bound self
-        self.model = model.to(self.dtype).eval()  # type: ignore[arg-type]
+        self.model = model.to(self.dtype).eval()  # type: ignore[arg-type, unused-ignore]
         self._captured: torch.Tensor | None = None
         self.model.transformer.h[0].register_forward_pre_hook(self._record_h, with_kwargs=True)
 

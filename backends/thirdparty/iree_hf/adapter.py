@@ -50,7 +50,7 @@ rank and element type against the function's signature (float, bool and unsigned
 so whatever the compiled gather does with an out-of-range id or position is what the suite
 sees.
 
-Compilation: export ~1 s and compile ~1 s per (n_embd, dtype), lazily on the first embed or
+Compilation: an export and a compile per (n_embd, dtype), lazily on the first embed or
 logits call at that width (SHAPE-TABLES only loads and reads tables at the other widths), then
 kept in this process and as .vmfb files in the backend's cache folder (GPT2C_IREE_HF_CACHE, set
 by the registry entry's child_env, else this user's private cache folder), keyed by everything

@@ -19,9 +19,9 @@ src/models/gpt2/gpt2_causal_lm.py L184-188) runs it:
 with start_index = past_length (call_with_cache's cache_update_index). The backbone is built
 from explicit arguments (no preset): GPT-2's vocabulary, 1024 positions, width n_embd, GPT-2's
 head count, and no transformer block (num_layers=0): the embedding, its tables, their init and
-the tied head are the same layers whatever follows them, and building a block cost 2.5-5 s per
-adapter on JAX, a suite run builds dozens (keras-hub-jax's run: 314 s with one block, 152 s
-without, the same verdicts, messages and parity digests). The reproduction scripts in
+the tied head are the same layers whatever follows them, and a suite run builds dozens of
+adapters: without a block keras-hub-jax's run took half the time, with the same verdicts,
+messages and parity digests (reports/performance.md). The reproduction scripts in
 upstream/ build one block, as a user's model has blocks. init_tables seeds Keras
 (keras.utils.set_random_seed) and builds a new backbone: its own initializers. The adapter adds
 no checks: ids and past_length go to the layers as they come.
@@ -29,8 +29,8 @@ no checks: ids and past_length go to the layers as they come.
 The backbone is built when the adapter is first used. When that first use is load_tables, it is
 built with zero tables (keras-hub's one initializer function, patched for the build) and then
 loaded: every row of both tables is replaced before anything reads them, and drawing the
-model's own 39 million normals first cost 0.75 s per adapter on JAX (threefry on the CPU),
-0.25-0.35 s on torch and TensorFlow, a verdict builds about fifty. Anything else first (tables,
+model's own 39 million normals first is slow (threefry on the CPU, on JAX), and a verdict builds
+about fifty adapters (reports/performance.md). Anything else first (tables,
 embed, init_tables) reads the model's own initializers, as before.
 """
 

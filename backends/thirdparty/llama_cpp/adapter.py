@@ -17,7 +17,7 @@ What is observed, and how (Capabilities.black_box):
   which ends the evaluation of the graph there (ggml_backend_sched_compute_splits breaks out of
   its node loop; llama_decode still returns 0 and its cache keeps the positions, which llama.cpp
   assigns before computing): the block, ln_f and the head after h cannot change h, and would
-  cost most of each call. STOP_AFTER_H = False evaluates the whole graph (tests/test_llama_cpp.py
+  cost most of each call. STOP_AFTER_H = False evaluates the whole graph (tests/backends/test_llama_cpp.py
   checks both give the same bits).
 - the offset: llama.cpp's own. Each row of ids is one sequence: the memory (KV cache) is
   cleared, past_length tokens (id 0) are decoded first when past_length > 0, then the row is

@@ -9,7 +9,7 @@ What is observed, and how (Capabilities.black_box):
   hooks, so block 0's class is swapped for a subclass that records its input and, by default,
   ends the forward there (StopAtBlock0) -- the blocks and ln_f after it cannot change h.
   FULL_FORWARD = True records the same input and lets the whole forward run
-  (tests/test_mlx_lm.py checks that both give the same bits and that the model's own output
+  (tests/backends/test_mlx_lm.py checks that both give the same bits and that the model's own output
   is unchanged by the recorder).
 - the cache offset: a real mlx-lm prompt cache (`make_prompt_cache(model)`, one KVCache per
   block), filled through the library's own `KVCache.update_and_fetch` with past_length zero
@@ -104,7 +104,7 @@ class MlxLmAdapter(Adapter):
     @classmethod
     def implementation(cls) -> str:
         # mlx.core's stubs (mlx/core/__init__.pyi) lack the __version__ the module has
-        return f"mlx-lm {mlx_lm.__version__} models.gpt2.Model (mlx {mx.__version__}, CPU)"  # type: ignore[attr-defined]
+        return f"mlx-lm {mlx_lm.__version__} models.gpt2.Model (mlx {mx.__version__}, CPU)"  # type: ignore[attr-defined, unused-ignore]  # mlx types it where installed
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):
         super().__init__(config)

@@ -14,6 +14,6 @@ BACKEND = Backend(
     extra="ncnn",
     waivers="waivers.toml",
     # the converted .param and the .bin's layout, kept between the suite's processes and runs
-    # (a conversion traces the model with torch and runs pnnx: about 10 s per width)
+    # (a conversion traces the model with torch and runs pnnx, per width)
     child_env={"GPT2C_NCNN_CACHE": CACHE},
 )

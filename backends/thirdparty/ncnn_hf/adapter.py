@@ -356,7 +356,10 @@ class NcnnHFAdapter(Adapter):
         assert self.net is not None, "load_tables or init_tables first"
         with self.net.create_extractor() as ex:
             for name, array in feeds.items():
-                ex.input(name, ncnn.Mat(np.ascontiguousarray(array)).clone())
+                # ncnn.Mat views the array's buffer and holds no reference to it: a contiguous copy
+                # made inside the call would be freed before clone() reads it
+                contiguous = np.ascontiguousarray(array)
+                ex.input(name, ncnn.Mat(contiguous).clone())
             rc, out = ex.extract(blob)
             if rc != 0:
                 raise RuntimeError(f"ncnn Extractor.extract({blob!r}) returned {rc}")

@@ -17,10 +17,10 @@ What is observed, and how (Capabilities.black_box):
   OnnxRuntimeHFPositionIdsAdapter below is that other graph (not registered).
 - the exporter: torch's dynamo exporter keeps the tie. The TorchScript exporter
   (dynamo=False) folds lm_head's Transpose(wte) into a second [d, V] initializer at export
-  time (tests/test_onnx_runtime.py), so its file holds the table twice and a new wte would
+  time (tests/backends/test_onnxruntime_hf.py), so its file holds the table twice and a new wte would
   not reach the head.
 - the tables: the exported graph keeps the tie (one [50257, d] initializer feeds the token
-  Gather and the head's Transpose -> MatMul; tests/test_onnx_runtime.py checks it). The tables
+  Gather and the head's Transpose -> MatMul; tests/backends/test_onnxruntime_hf.py checks it). The tables
   reach ORT as that graph's external initializers (SessionOptions.add_external_initializers):
   a new session per load_tables/init_tables. ORT copies them into the session, and its
   constant folding turns Transpose(wte) into a second, transposed table for the head, so a

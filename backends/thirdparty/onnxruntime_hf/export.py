@@ -19,13 +19,13 @@ and the head would read the file's tables; see adapter.py).
 offset="position_ids" exports the same model with a position_ids input instead of the cache, as
 Optimum's GPT-2 decoder graphs take it (the host computes the positions).
 
-Export takes ~10 s, so one graph is kept per (n_embd, dtype, offset) in this process, and on
+An export is the slow part, so one graph is kept per (n_embd, dtype, offset) in this process, and on
 disk for the next process (a suite run restarts its child after each process abort: tract's
 panics): in a folder of this user's own under the temporary directory, keyed by everything the
 graph depends on (sizes, dtype, offset, opset, the HF config, the torch, transformers, onnx and
 onnxscript versions, and the source of this file and of gpt2_config's), so a graph is never
 read back for another setup. A process that finds its graph on disk imports neither torch nor
-transformers (about 6 s here): only an export, or HF's own init, needs them.
+transformers (most of such a process's start): only an export, or HF's own init, needs them.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ What is observed, and how (Capabilities.black_box):
   with bfloat16 support (this project's machines report BF16 among
   OPTIMIZATION_CAPABILITIES) is bf16, which runs the head's MatMul on bfloat16 inputs, so the
   verdict would depend on the host's ISA; f32 is the model's own precision on every host
-  (tests/test_openvino.py shows the default's logits differ where it is bf16).
+  (tests/backends/test_openvino_hf.py shows the default's logits differ where it is bf16).
 - tables(): the arrays handed to OpenVINO (in the model's dtype): a compiled model offers no
   read-back of its constants.
 - init: HF's own init (onnx_hf_common), as onnxruntime-hf.

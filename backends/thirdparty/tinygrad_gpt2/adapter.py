@@ -1,4 +1,4 @@
-"""Adapter for a GPT-2 embedding on tinygrad: OURS (model.py), written as tinygrad's own
+"""Adapter for a GPT-2 embedding on tinygrad: OURS (model.py), written as tinygrad's
 examples/gpt2.py writes it (no GPT-2 is packaged with tinygrad), on tinygrad's kernels for its
 CPU device (C source compiled by clang). What is judged is tinygrad: `nn.Embedding` (a one-hot
 compare of the ids against an arange, `where`, and a sum, which tinygrad's scheduler folds into
@@ -25,7 +25,9 @@ Device: tinygrad's CPU device, named explicitly (tinygrad.helpers.DEV, set when 
 imported, as `DEV=CPU` would, so that nn.Embedding's arange and every table land on it). The CPU
 device compiles C with the `clang` found first on PATH, or the command in CC (tinygrad's
 runtime/support/compiler_cpu.py); where there is no `clang` but a versioned `clang-N` is
-installed (Debian's clang-14 package), CC is pointed at it. tinygrad keeps its compiled kernels
+installed (Debian's clang-14 package), CC is pointed at it, and where there is none, at zig's
+clang from PyPI's ziglang package (a script that translates tinygrad's flags, _zig_cc), so that
+`pip install` alone gives tinygrad a compiler. tinygrad keeps its compiled kernels
 in a sqlite cache (CACHEDB), which the registry entry's child_env points at the backend's
 private cache folder. The LLVM renderer still needs clang (the CPU device compiles its helper
 programs with it), and the PYTHON device is an emulator far too slow for a 50257-row table.
@@ -53,12 +55,63 @@ import numpy as np
 
 _CLANGS = ("clang", *(f"clang-{v}" for v in range(21, 13, -1)))
 
+# zig's clang, from the ziglang package on PyPI (the tinygrad extra installs it), where the machine
+# has no clang: tinygrad runs `CC -c -x c ... --target=<arch>-none-unknown-elf ... - -o -`, and
+# `zig cc` takes the same flags but names a freestanding target its own way and writes its object
+# to a file, so CC is this small translating script, written once beside tinygrad's kernel cache
+_ZIG_CC = """#!{python}
+import os, subprocess, sys, tempfile
+import ziglang
+zig = os.path.join(os.path.dirname(ziglang.__file__), "zig")
+args, to_stdout, given = [], False, iter(sys.argv[1:])
+for arg in given:
+    if arg.startswith("--target="):
+        args += ["-target", arg.split("=", 1)[1].split("-")[0] + "-freestanding-none"]
+    elif arg == "-o":
+        out = next(given)
+        to_stdout = out == "-"
+        args += [] if to_stdout else ["-o", out]
+    else:
+        args.append(arg)
+with tempfile.TemporaryDirectory() as folder:
+    obj = os.path.join(folder, "kernel.o")
+    code = subprocess.call([zig, "cc", *args, "-g0"] + (["-o", obj] if to_stdout else []))
+    if code == 0 and to_stdout:
+        with open(obj, "rb") as f:
+            sys.stdout.buffer.write(f.read())
+sys.exit(code)
+"""
+
+
+def _zig_cc() -> str | None:
+    """The path of the script that runs zig's clang for tinygrad (written on first use), or None
+    where ziglang is not installed."""
+    import importlib.util
+    import sys
+    import tempfile
+
+    if importlib.util.find_spec("ziglang") is None:
+        return None
+    cachedb = os.environ.get("CACHEDB")  # the backend's private cache folder (its registry entry's child_env)
+    folder = os.path.dirname(cachedb) if cachedb else os.path.join(tempfile.gettempdir(), "gpt2-conformance-tinygrad")
+    path = os.path.join(folder, "zig-cc")
+    text = _ZIG_CC.format(python=sys.executable)
+    if not os.path.exists(path) or open(path).read() != text:
+        os.makedirs(folder, exist_ok=True)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "w") as f:
+            f.write(text)
+        os.chmod(partial, 0o755)
+        os.replace(partial, path)  # whole or not at all: another process may be reading it
+    return path
+
 
 def _compiler() -> str | None:
-    """The C compiler tinygrad's CPU device will run: CC if set, else the first clang found."""
+    """The C compiler tinygrad's CPU device will run: CC if set, else the first clang found, else
+    zig's clang from the ziglang package."""
     if os.environ.get("CC"):
         return os.environ["CC"]
-    return next((c for c in _CLANGS if shutil.which(c)), None)
+    return next((c for c in _CLANGS if shutil.which(c)), None) or _zig_cc()
 
 
 # before tinygrad reads CC (its getenv is cached on first use)
@@ -123,7 +176,10 @@ class TinygradGPT2Adapter(Adapter):
         if device != "cpu":
             return False, f"{cls.__name__} claims only cpu"
         if _compiler() is None:
-            return False, "tinygrad's CPU device compiles C with clang, and no clang is on PATH (nor CC set)"
+            return False, (
+                "tinygrad's CPU device compiles C with clang: no clang is on PATH, CC is not set, and the "
+                "ziglang package (zig's clang, in the tinygrad extra) is not installed"
+            )
         return True, ""
 
     def __init__(self, config: AdapterConfig = AdapterConfig()):

@@ -1,5 +1,5 @@
 """GPT-2's token embedding, position embedding and tied output head, written by us with
-tinygrad's own modules, the way tinygrad's example GPT-2 writes them (examples/gpt2.py; it is in
+tinygrad's own modules, the way tinygrad's example GPT-2 writes them (tinygrad's examples/gpt2.py; it is in
 neither the tinygrad wheel nor its sdist, so no GPT-2 is packaged to wrap. The lines below were
 read in a stored copy of tinygrad's repository at commit 01523dd29ec3, an older revision than the
 v0.14.0 tag, whose file is https://github.com/tinygrad/tinygrad/blob/v0.14.0/examples/gpt2.py):
@@ -33,7 +33,7 @@ from gpt2_conformance.api import gpt2
 
 
 class GPT2Embedding:
-    """wte, wpe and the tied lm_head of examples/gpt2.py's Transformer, on one tinygrad device."""
+    """wte, wpe and the tied lm_head of the Transformer in tinygrad's examples/gpt2.py, on one tinygrad device."""
 
     def __init__(self, dim: int, device: str, dtype: DType = dtypes.float32):
         self.device, self.dtype = device, dtype
@@ -42,7 +42,7 @@ class GPT2Embedding:
         self.wpe = nn.Embedding(gpt2.N_CTX, dim)
         self.lm_head = nn.Linear(dim, gpt2.N_VOCAB, bias=False)
         self.set_tables(self.wte.weight, self.wpe.weight)
-        # examples/gpt2.py: allpos = Tensor.arange(0, MAX_CONTEXT).reshape(1, -1)
+        # tinygrad's examples/gpt2.py: allpos = Tensor.arange(0, MAX_CONTEXT).reshape(1, -1)
         self.allpos = Tensor.arange(0, gpt2.N_CTX).reshape(1, -1).to(device).realize()
 
     def set_tables(self, wte: Tensor, wpe: Tensor) -> None:

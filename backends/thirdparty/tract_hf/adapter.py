@@ -15,7 +15,7 @@ What is observed, and how (Capabilities.black_box):
 - h: the graph's "h" output (hidden_states[0]); logits: its "logits" output (the exported
   lm_head, MatMul(h_final, Transpose(wte))) on the h_final input. tract runs every output of a
   model on every run, and its optimized head packs the constant wte again on each run
-  (OptMatMulPack node_linear.pack_a, ~0.1 s per run at d = 768 in Runnable.profile_json), so
+  (OptMatMulPack node_linear.pack_a, the costliest node in Runnable.profile_json at d = 768), so
   a model that also holds the head costs that in every embed call. The adapter therefore
   loads the graph twice, each copy with one of its two outputs (write_model(outputs=...): the
   same nodes, the other output's branch dead), as a deployment that wants one output would;

@@ -13,7 +13,7 @@ What is observed, and how (Capabilities.black_box):
   input_to_embed -- hook_embed(embed(tokens)) + hook_pos_embed(pos_embed(tokens, offset, mask))
   (HookedTransformer.py L460 and L350-353) -- and returns the residual before any block
   (L672-674). FULL_FORWARD = True instead runs every block through run_with_cache and reads
-  `blocks.0.hook_resid_pre` (tests/test_thirdparty_transformer_lens.py checks that both give
+  `blocks.0.hook_resid_pre` (tests/backends/test_transformer_lens.py checks that both give
   the same bits).
 - the cache offset: a real TransformerLensKeyValueCache (cache/key_value_cache.py) as after a
   prefill of past_length tokens: each layer's entry holds past_length (zero) keys/values and

@@ -23,7 +23,7 @@ DEV.value = "CPU"
 VOCAB, CTX, DIM = 50257, 1024, 64  # GPT-2's table sizes; the width does not matter here
 
 Tensor.manual_seed(0)
-wte, wpe = nn.Embedding(VOCAB, DIM), nn.Embedding(CTX, DIM)  # as examples/gpt2.py's Transformer
+wte, wpe = nn.Embedding(VOCAB, DIM), nn.Embedding(CTX, DIM)  # as tinygrad's examples/gpt2.py's Transformer
 IDS = [464, VOCAB, -1, 2**31 - 1]  # "The", then three ids outside [0, 50257)
 tokens = Tensor([IDS])
 pos = Tensor.arange(0, CTX).reshape(1, -1).shrink(((0, 1), (0, 4)))

@@ -68,6 +68,73 @@ def test_no_dated_figures_in_the_code():
     assert found == [], f"dated figures belong in a record under reports/: {found}"
 
 
+# a figure with a unit of time, or a speed ratio ("6x faster"), in a comment or docstring: a
+# measurement, which goes stale in the code; a shape such as "1024 x 768" is no ratio
+MEASURED = re.compile(
+    r"(?<![\w.])\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:\s?(?:s|ms|µs|us|min|minutes|seconds|hours?)|x)(?!\w)"
+)
+
+
+def _comments_and_docstrings(path: pathlib.Path):
+    """(line, text) of each comment and docstring of a Python file."""
+    import io
+    import tokenize
+
+    previous = None
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        docstring = (
+            token.type == tokenize.STRING
+            and (previous is None or previous.type in (tokenize.INDENT, tokenize.NEWLINE, tokenize.NL, tokenize.DEDENT))
+            and token.string.lstrip("rbuRBU").startswith(('"""', "'''"))
+        )
+        if token.type == tokenize.COMMENT or docstring:
+            yield token.start[0], token.string
+        if token.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = token
+
+
+def test_no_measured_figures_in_comments_or_docstrings():
+    """Comments and docstrings say why, not how fast: a time or a speed ratio measured once goes
+    stale unseen, so it lives in a record under reports/ (reports/performance.md), which they link."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line + text[: m.start()].count(chr(10))}: {m.group(0)}"
+        for folder in ("conformance", "backends")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if not path.is_symlink() and "backends" not in path.relative_to(ROOT).parts[1:2]
+        for line, text in _comments_and_docstrings(path)
+        for m in MEASURED.finditer(text)
+    ]
+    assert found == [], f"measured figures belong in a record under reports/: {found}"
+
+
+# a path of the project named in a comment or docstring (tests/..., conformance/..., reports/...)
+NAMED_PATH = re.compile(
+    r"(?<![\w/.-])((?:tests|conformance|backends|reports|docs|scripts|fixtures|examples)/[\w./-]*\w)"
+)
+
+
+def test_every_path_a_comment_or_docstring_names_exists():
+    """A module that points the reader at a file (`tests/backends/test_tract_hf.py shows ...`,
+    `reports/performance.md`) points at one that is there: renamed or deleted files leave none behind."""
+    missing = []
+    for folder in ("conformance", "backends", "tests", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.is_symlink() or "backends" in path.relative_to(ROOT).parts[1:2]:
+                continue
+            for line, text in _comments_and_docstrings(path):
+                for m in NAMED_PATH.finditer(text):
+                    named = m.group(1).rstrip(".")
+                    after = text[m.end() : m.end() + 1]
+                    owner = re.search(r"'s\s+$", text[max(0, m.start() - 8) : m.start()])  # tinygrad's examples/...
+                    placeholder = any(part.isupper() for part in named.split("/"))  # reports/upstream/NAME/...
+                    if (after and after in "*<{[") or ".." in named or owner or placeholder:
+                        continue
+                    candidates = [ROOT / named, ROOT / "conformance" / named.removeprefix("gpt2_conformance/")]
+                    if not any(c.exists() or c.with_suffix(".py").exists() for c in candidates):
+                        missing.append(f"{path.relative_to(ROOT)}:{line}: {named}")
+    assert missing == [], f"comments and docstrings name paths that do not exist: {missing}"
+
+
 def test_reports_hold_no_byte_copy_of_a_backends_file():
     """What a command renders from backends/ (the upstream scripts) is committed once: the command
     writes it again wherever it runs, so the copies it leaves in reports/ are ignored by git."""

@@ -15,9 +15,8 @@ from gpt2_conformance.api import environment
 from gpt2_conformance.upstream import causes as upstream_causes
 
 NAME = "paddlenlp-gpt"
-FOLDER = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "backends", "thirdparty", "paddlenlp_gpt"
-)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
+FOLDER = os.path.join(ROOT, "backends", "thirdparty", "paddlenlp_gpt")
 REPRO = os.path.join(FOLDER, "upstream", "embedding_minus_one_reads_before_table.py")
 
 

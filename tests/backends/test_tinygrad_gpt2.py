@@ -40,11 +40,23 @@ def test_offset_takes_a_numpy_integer_as_int_and_passes_everything_else_unchange
         assert _offset(value) is value  # no check of the adapter's own: tinygrad answers these
 
 
-def test_no_clang_is_a_clear_unavailable_device(monkeypatch):
+def test_no_clang_falls_back_to_zigs_clang_from_the_package_index(monkeypatch, tmp_path):
+    """A machine without clang (a Python user's, often): the ziglang package of the tinygrad extra
+    gives the compiler, a script that runs `zig cc`."""
+    pytest.importorskip("ziglang")
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
+    monkeypatch.setattr(tg_adapter.shutil, "which", lambda name: None)
+    assert TinygradGPT2Adapter.device_available("cpu") == (True, "")
+    assert tg_adapter._compiler() == str(tmp_path / "zig-cc") and (tmp_path / "zig-cc").stat().st_mode & 0o111
+
+
+def test_no_compiler_at_all_is_a_clear_unavailable_device(monkeypatch):
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(tg_adapter.shutil, "which", lambda name: None)
+    monkeypatch.setattr(tg_adapter, "_zig_cc", lambda: None)
     available, why = TinygradGPT2Adapter.device_available("cpu")
-    assert not available and "clang" in why
+    assert not available and "clang" in why and "ziglang" in why
     assert TinygradGPT2Adapter.device_available("gpu") == (False, "TinygradGPT2Adapter claims only cpu")
 
 
