@@ -2,6 +2,7 @@
 
     gpt2-conformance run --backend numpy [--device cpu] [--report-dir DIR]
     gpt2-conformance run --adapter mypkg.gpt2:make_adapter
+    gpt2-conformance run --exec "./gpt2_wire"              # a program in any language, over the wire protocol
     gpt2-conformance run --backend all [--jobs N]          # every backend, N at a time
     gpt2-conformance golden --checkpoint PATH [--backend NAME]   # is it the real GPT-2?
     gpt2-conformance bench [--quick] [--device gpu] [--compare BASE.json --fail-above PCT]
@@ -11,6 +12,7 @@
     gpt2-conformance out-of-range --reports DIR [--out FILE]  # what every backend did with each bad index
     gpt2-conformance spec            # SPEC.md, generated from the clause registry
     gpt2-conformance env NAME [--dry-run]  # build the environment of a backend that runs in its own
+    gpt2-conformance wire build c|rust|js  # a reference client of the wire protocol (also: wire schema, wire serve)
     gpt2-conformance list [--long]   # backend names (--long: what they are, whether installed)
     gpt2-conformance --version       # the package and the spec version its verdicts are against
 
@@ -41,6 +43,7 @@ COMMANDS = {
     "out-of-range": "gpt2_conformance.merge.out_of_range",
     "constraints": "gpt2_conformance.run.constraints_command",
     "env": "gpt2_conformance.run.envs",
+    "wire": "gpt2_conformance.wire.command",
     "spec": "gpt2_conformance.cli",
     "list": "gpt2_conformance.cli",
 }

@@ -16,6 +16,11 @@ def pytest_addoption(parser):
     group = parser.getgroup("gpt2-conformance", "gpt2-conformance (used only when the suite is collected)")
     group.addoption("--gpt2c-backend", help="built-in or installed backend name (gpt2-conformance list)")
     group.addoption("--gpt2c-adapter", help="adapter factory as package.module:factory")
+    group.addoption(
+        "--gpt2c-exec",
+        metavar='"CMD [ARGS]"',
+        help="a program speaking the wire protocol on its stdin/stdout, as one quoted string (docs/any-language.md)",
+    )
     group.addoption("--gpt2c-device", default="cpu", choices=("cpu", "gpu"), help="device to run on (default cpu)")
     group.addoption(
         "--gpt2c-checkpoint",
@@ -71,6 +76,7 @@ def pytest_configure(config):
     options = (
         "--gpt2c-backend",
         "--gpt2c-adapter",
+        "--gpt2c-exec",
         "--gpt2c-checkpoint",
         "--gpt2c-waivers",
         "--gpt2c-seed",
@@ -79,6 +85,9 @@ def pytest_configure(config):
     if config.getoption("--gpt2c-results", None) or not any(config.getoption(o, None) for o in options):
         return
     from gpt2_conformance.runtime import inputs
+
+    if config.getoption("--gpt2c-exec", None):  # a command: its adapter spec stands in for --gpt2c-adapter
+        config.option.gpt2c_adapter = _exec_spec(config)
 
     name = config.getoption("--gpt2c-adapter", None) or config.getoption("--gpt2c-backend", None)
     try:
@@ -98,4 +107,20 @@ def pytest_configure(config):
             inputs.waiver_list(name, config.getoption("--gpt2c-waivers", None), factory),
         )
     except inputs.InputError as exc:
+        raise pytest.UsageError(f"gpt2-conformance: {exc}") from None
+
+
+def _exec_spec(config) -> str:
+    """--gpt2c-exec CMD as the adapter spec it resolves to (wire/route.py); one usage line where the
+    command cannot run or another target is given too. The per-call deadline is half of
+    pytest-timeout's --timeout where it is set."""
+    from gpt2_conformance.wire import process, route
+
+    if config.getoption("--gpt2c-adapter", None) or config.getoption("--gpt2c-backend", None):
+        raise pytest.UsageError(
+            "gpt2-conformance: --gpt2c-exec names the implementation: leave out --gpt2c-adapter and --gpt2c-backend"
+        )
+    try:
+        return route.spec_of(config.getoption("--gpt2c-exec"), config.getoption("timeout", None), "--gpt2c-exec")
+    except process.CommandError as exc:
         raise pytest.UsageError(f"gpt2-conformance: {exc}") from None

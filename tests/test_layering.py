@@ -6,7 +6,7 @@ The layers, lowest first; a module imports only from its own layer or a lower on
     api        the adapter API a backend implements (adapter, backend entry, errors, validation)
     backends   the built-in adapters: they import the api and their framework, nothing else
     model      spec (the clauses), results (their verdicts), waivers, registry (the one reader of the backend list)
-    runtime    what the suite runs on, and the golden data it reads
+    runtime    what the suite runs on, the golden data it reads, and the wire to a process (wire)
     suite      the clause tests
     run        running a backend in child processes; its reports, waivers, parity; the upstream reproductions
     reports    merge, bench, and every `command` module (a CLI command is the top of its package)
@@ -30,7 +30,7 @@ LAYERS = [
     ("api", [f"{PACKAGE}.api"]),
     ("backends", [f"{PACKAGE}.backends"]),
     ("model", [f"{PACKAGE}.spec", f"{PACKAGE}.results", f"{PACKAGE}.waivers", f"{PACKAGE}.registry"]),
-    ("runtime", [f"{PACKAGE}.runtime", f"{PACKAGE}.golden"]),
+    ("runtime", [f"{PACKAGE}.runtime", f"{PACKAGE}.golden", f"{PACKAGE}.wire"]),
     ("suite", [f"{PACKAGE}.suite"]),
     ("run", [f"{PACKAGE}.run", f"{PACKAGE}.upstream"]),
     ("reports", [f"{PACKAGE}.merge", f"{PACKAGE}.bench"]),

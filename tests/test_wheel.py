@@ -10,6 +10,7 @@ silently lose its data again."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -113,6 +114,23 @@ def test_installed_suite_passes_every_claimed_clause_for_numpy(installed):
     assert {s for s in statuses.values()} <= {"PASS", "NOT CLAIMED"}, out
     assert all(statuses[c] == "PASS" for c in statuses if c.startswith("GOLDEN-")), out
     assert str(ROOT) not in report["environment"]["golden_data"]
+
+
+def test_installed_suite_builds_and_judges_a_reference_client(installed):
+    """The wire protocol's schema and clients ship in the wheel: an installed suite copies the C
+    client out, builds it with the system's cc and judges it with run --exec."""
+    python, work, env = installed
+    code, out = _run([python, "-m", "gpt2_conformance.cli", "wire", "schema"], work, env)
+    assert code == 0 and '"title": "gpt2-conformance wire protocol, version 1"' in out, out
+    if shutil.which("cc") is None:
+        pytest.skip("cc is not on PATH: the C client cannot be built here")
+    code, out = _run([python, "-m", "gpt2_conformance.cli", "wire", "build", "c", "--out-dir", "client"], work, env)
+    assert code == 0, out
+    case = "test_bounds.py::test_error_names_value_and_rule[token-high]"
+    code, out = _run(
+        [python, "-m", "gpt2_conformance.cli", "run", "--exec", "client/gpt2_wire", "--case", case], work, env
+    )
+    assert code == 0 and "BOUNDS-MESSAGE             PASS" in out, out
 
 
 def test_installed_pytest_entry_point_runs_a_users_adapter(installed):

@@ -31,6 +31,7 @@ from gpt2_conformance.bench.worker import LIMIT
 from gpt2_conformance.merge.inputs import load_bench
 from gpt2_conformance.merge.model import MergeError
 from gpt2_conformance.results import EXIT_NOTHING_CHECKED
+from gpt2_conformance.wire import route as wire_route
 
 ROUNDS = {"quick": 20, "gate": 40, "full": 8}
 # a worker's memory at its largest, about: what every implementation's workers held at once at the
@@ -50,6 +51,13 @@ def add_parser(subparsers) -> None:
         action="append",
         help="backend to time (repeatable): a registered name (`gpt2-conformance list`), a "
         "package.module:factory spec, or `all` (default: the reference backends installed)",
+    )
+    p.add_argument(
+        "--exec",
+        action="append",
+        dest="exec_commands",
+        metavar='"CMD [ARGS]"',
+        help="also time a program speaking the wire protocol (repeatable; docs/any-language.md)",
     )
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     p.add_argument(
@@ -232,7 +240,7 @@ def sides_of(args, names: list[str]) -> list[session.Side]:
             ),
         ]
     limit = [session.Side(LIMIT, LIMIT, None)] if args.device == "cpu" else []
-    return [session.Side(n, n, args.modes) for n in names] + limit
+    return [session.Side(wire_route.label(n) or n, n, args.modes) for n in names] + limit
 
 
 def plan_of(args) -> list[workloads.Workload]:
@@ -257,8 +265,9 @@ def _default_mode(side: session.Side) -> None:
 def run(args) -> int:
     start = time.perf_counter()
     try:
-        names = [] if args.against else backend_names(args.backend)
-    except LookupError as exc:
+        names = [] if args.against else backend_names(args.backend) if args.backend or not args.exec_commands else []
+        names += wire_route.bench_specs(args)  # --exec: each command's adapter spec (wire/route.py)
+    except (LookupError, ValueError) as exc:
         return _usage(str(exc))
     problem = _memory(args, len(names) + 1 if not args.against else 2) or bad_args(args)
     if problem:

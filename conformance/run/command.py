@@ -24,6 +24,7 @@ from gpt2_conformance import results as res
 from gpt2_conformance.api.machine import cores
 from gpt2_conformance.run import console, envs, files, parity, progress, report, runner, schedule
 from gpt2_conformance.runtime import inputs
+from gpt2_conformance.wire import route as wire_route
 
 
 def add_parser(sub) -> None:
@@ -32,6 +33,7 @@ def add_parser(sub) -> None:
     target.add_argument("--backend", help="backend name (see `gpt2-conformance list`), or `all`")
     target.add_argument("--adapter", help="adapter factory as package.module:factory")
     files.add_arguments(target, run)  # --onnx FILE, --gguf FILE, --engine: the file route (run/files.py)
+    wire_route.add_arguments(target)  # --exec CMD: a program speaking the wire protocol (wire/route.py)
     run.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     run.add_argument("--report-dir", help="write JSON, JUnit XML and Markdown reports (and the logs) here")
     run.add_argument(
@@ -118,7 +120,7 @@ def run(args) -> int:
             built = _build_environment(args.backend, args, shown)
         if built is None:
             return res.EXIT_FAIL
-    name = files.prepare(args) or args.backend or args.adapter
+    name = files.prepare(args) or wire_route.prepare(args) or args.backend or args.adapter
     try:  # fail fast, in this process, on a name that cannot be resolved or a waiver file that cannot be read
         waiver_list = _waivers(name, args, _log_dir(args))
     except inputs.InputError as exc:
@@ -152,7 +154,7 @@ def _bad_args(args) -> str | None:
             inputs.checkpoint(args.checkpoint, inputs.CLI)
     except inputs.InputError as exc:
         return str(exc)
-    return None
+    return wire_route.problem(args)  # last: it starts the --exec command once, to read its hello
 
 
 def _usage(message: str, args=None) -> int:
@@ -324,7 +326,7 @@ def _add_repro_lines(result: res.SuiteResult, name: str, args) -> None:
     """Each failed test's one-line replay: this command, narrowed to that test (same draws)."""
     spec = _spec_of(name, args)
     target = f"--adapter {shlex.quote(spec)}" if spec else f"--backend {shlex.quote(name)}"
-    target = files.target(args) or target  # a file run replays with --onnx/--gguf FILE
+    target = files.target(args) or wire_route.target(args) or target  # a file run replays with --onnx/--gguf FILE
     options = "".join(
         [
             f" --device {args.device}" if args.device != "cpu" else "",
