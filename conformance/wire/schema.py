@@ -4,7 +4,7 @@ validator the suite checks every response header with.
 The validator knows the keywords the schema uses and no others: type, enum, const, properties,
 required, additionalProperties, propertyNames, items, prefixItems, minItems, maxItems, minimum,
 minLength, maxLength, pattern, $ref (to this document's own $defs), allOf and anyOf. A schema
-with any other keyword is refused when it is read (tests/test_wire_schema.py reads the shipped
+with any other keyword is refused when it is read (tests/test_wire.py reads the shipped
 one), so a keyword added to the document cannot be silently ignored here. A full validator
 (jsonschema) is not a dependency of the suite; this one is enough for its own document.
 

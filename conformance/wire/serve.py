@@ -107,7 +107,7 @@ class Server:
         return {"ok": True}, []
 
     def _hello(self, request: dict, config_type) -> dict:
-        from gpt2_conformance import __version__
+        from importlib import metadata
 
         config = request.get("config")
         self.shared = request.get("shm") if self.offer_files else None
@@ -118,7 +118,7 @@ class Server:
             "ok": True,
             "protocol": protocol.PROTOCOL,
             "implementation": f"{self.name} (served by gpt2_conformance.wire.serve)",
-            "version": __version__,
+            "version": metadata.version("gpt2-conformance"),
             "capabilities": {
                 "dtypes": list(caps.dtypes),
                 "devices": list(caps.devices),
