@@ -10,8 +10,8 @@ BACKEND = Backend(
     requires=("tinygrad",),
     kind=JUDGED,
     wraps="ours, written as tinygrad's `examples/gpt2.py` (`nn.Embedding` wte/wpe, tied `lm_head`), on tinygrad's "
-    "kernels (CPU device, clang); h is the example's `wte(tokens) + wpe(pos)` read with `.numpy()`, logits its "
-    "`lm_head(h)`",
+    "kernels (CPU device, clang or zig's clang); h is the example's `wte(tokens) + wpe(pos)` read with `.numpy()`, "
+    "logits its `lm_head(h)`",
     extra="tinygrad",
     waivers="waivers.toml",
     # tinygrad's sqlite cache of compiled kernels, kept between the suite's processes and runs
