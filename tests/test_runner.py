@@ -765,12 +765,16 @@ def test_ctrl_c_ends_the_run_and_its_children_at_once(tmp_path, backend):
         PYTHONPATH=os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")])),
         **machine.child_temp_env(str(tmp_path)),
     )
+    # started as a shell starts a foreground command: SIGINT at its default, whatever this
+    # worker process inherited or set (an ignored SIGINT is inherited across exec, and a Python
+    # started with it ignored never raises KeyboardInterrupt)
     cli_ = subprocess.Popen(
         [sys.executable, "-m", "gpt2_conformance.cli", "run", *target],
         env=env,
         text=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
     def children():  # suite children: their events files are in this test's temporary folder
@@ -792,7 +796,14 @@ def test_ctrl_c_ends_the_run_and_its_children_at_once(tmp_path, backend):
     time.sleep(1.0)
     start = time.monotonic()
     cli_.send_signal(signal.SIGINT)
-    err = cli_.communicate(timeout=60)[1]
+    try:
+        err = cli_.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        with open(f"/proc/{cli_.pid}/status") as f:
+            ignored = next((line.split()[1] for line in f if line.startswith("SigIgn:")), "?")
+        cli_.kill()
+        cli_.communicate()
+        pytest.fail(f"the CLI did not end within 60 s of SIGINT (its ignored-signals mask: {ignored})")
     assert cli_.returncode == 130 and err.strip().endswith("gpt2-conformance run: interrupted"), err
     assert "Traceback" not in err, err
     assert time.monotonic() - start < 15
